@@ -1,0 +1,29 @@
+"""tvm-fuzzharness: numerical-correctness fuzzing and differential testing for Apache TVM.
+
+Public API (the rest is internal and may change):
+
+* :class:`Case` — one test as plain data; :class:`Verdict`, :class:`Status`, :class:`Stage`
+* :func:`execute` — run a case end to end and judge it
+* :func:`generate_case` — a case from (campaign seed, index)
+"""
+
+__version__ = "0.1.0"
+
+from fuzzharness.case import Case  # noqa: E402
+from fuzzharness.verdict import Stage, Status, Verdict  # noqa: E402
+
+
+def execute(case, on_stage=None):
+    from fuzzharness.execute import execute as _execute
+
+    return _execute(case, on_stage)
+
+
+def generate_case(seed, index, settings=None):
+    from generators.cases import GenSettings
+    from generators.cases import generate_case as _generate
+
+    return _generate(seed, index, settings or GenSettings())
+
+
+__all__ = ["Case", "Stage", "Status", "Verdict", "execute", "generate_case", "__version__"]

@@ -1,0 +1,5 @@
+import sys
+
+from fuzzharness.cli import main
+
+sys.exit(main())

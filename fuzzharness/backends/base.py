@@ -1,0 +1,45 @@
+"""The backend interface: how a scheduled module becomes outputs on one kind of target.
+
+One backend per TVM target kind, registered by that kind's name.  The stages are separate
+methods so that a failure is attributed to the stage it happened in (see
+:class:`fuzzharness.verdict.Stage`): ``lower`` runs the TIR pass pipeline, ``codegen`` turns
+lowered TIR into a runtime module (LLVM IR, CUDA C, OpenCL C), ``build`` makes it executable
+(LLVM JIT, nvcc, an OpenCL program build) and ``run`` executes it on numpy arrays.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from fuzzharness.registry import Registry
+
+
+class Backend:
+    name: ClassVar[str]
+
+    def unavailable(self, target: dict[str, Any]) -> str | None:
+        """Why this machine cannot run ``target`` (None: it can)."""
+        return None
+
+    def lower(self, mod, target: dict[str, Any], pass_config: dict[str, Any]):
+        raise NotImplementedError
+
+    def codegen(self, lowered, target: dict[str, Any]):
+        raise NotImplementedError
+
+    def build(self, runtime_module):
+        raise NotImplementedError
+
+    def run(self, program, args: list[np.ndarray], n_outputs: int) -> list[np.ndarray]:
+        """Run with ``args`` (inputs then output buffers); return the output arrays."""
+        raise NotImplementedError
+
+
+backends: Registry[Backend] = Registry("backend")
+
+
+def register(cls: type[Backend]) -> type[Backend]:
+    backends.add(cls.name, cls())
+    return cls

@@ -1,0 +1,10 @@
+"""Subcommands of the ``fuzzharness`` CLI; each module has HELP, add_arguments() and main()."""
+
+from __future__ import annotations
+
+from fuzzharness.commands import replay, run
+from fuzzharness.registry import Registry
+
+commands: Registry = Registry("command")
+commands.add("run", run)
+commands.add("replay", replay)

@@ -1,0 +1,221 @@
+"""The campaign database: one SQLite file per campaign directory, plain data only.
+
+Durability: WAL journal, one transaction per finished case.  A driver killed with SIGKILL
+loses at most the cases that were still running; ``--resume`` re-runs exactly those indices
+(``results.idx`` is the primary key, so nothing is stored twice).
+
+Safety: a file that is not a fuzzharness database (no ``meta.application`` row, or not SQLite
+at all) is refused with :class:`DatabaseError` before anything is written to it.
+
+Tables::
+
+    meta(key, value)                  application marker and schema version
+    campaign(id=1, seed, settings, versions, created)
+    sessions(id, started, ended, cases, argv)   each run or resume of the campaign
+    results(idx PRIMARY KEY, case_id, workload, dtype, target, status, stage, ratio,
+            worst_error, digest, elapsed, finished, worker, case_json, verdict_json)
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from fuzzharness.verdict import Verdict
+
+APPLICATION = "tvm-fuzzharness"
+SCHEMA_VERSION = 1
+DB_NAME = "results.sqlite"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS campaign(
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    seed INTEGER NOT NULL,
+    settings TEXT NOT NULL,
+    versions TEXT NOT NULL,
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sessions(
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    started REAL NOT NULL,
+    ended REAL,
+    cases INTEGER NOT NULL DEFAULT 0,
+    argv TEXT
+);
+CREATE TABLE IF NOT EXISTS results(
+    idx INTEGER PRIMARY KEY,
+    case_id TEXT,
+    workload TEXT,
+    dtype TEXT,
+    target TEXT,
+    status TEXT NOT NULL,
+    stage TEXT NOT NULL,
+    ratio REAL,
+    worst_error REAL,
+    digest TEXT,
+    elapsed REAL,
+    finished REAL NOT NULL,
+    worker INTEGER,
+    session INTEGER,
+    case_json TEXT,
+    verdict_json TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS results_case_id ON results(case_id);
+CREATE INDEX IF NOT EXISTS results_status ON results(status);
+"""
+
+
+class DatabaseError(Exception):
+    """A database file the harness refuses to use (user-facing, one line)."""
+
+
+def _finite(x: float | None) -> float | None:
+    if x is None:
+        return None
+    return x if x == x and abs(x) != float("inf") else (1e308 if x > 0 else None)
+
+
+class ResultsDB:
+    def __init__(self, path: str | Path, *, create: bool = False):
+        self.path = Path(path)
+        if self.path.is_dir():
+            self.path = self.path / DB_NAME
+        if not self.path.exists() and not create:
+            raise DatabaseError(f"{self.path}: no campaign database here")
+        self._check_file()
+        try:
+            if self.path.exists():  # look, read-only, before anything can touch the file
+                ro = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=30)
+                try:
+                    empty = self._check(ro)
+                finally:
+                    ro.close()
+                if empty and not create:
+                    raise DatabaseError(f"{self.path}: empty database, no campaign")
+            self.conn = sqlite3.connect(self.path, timeout=30)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            if self._check(self.conn):
+                self._init_schema()
+        except sqlite3.DatabaseError as e:
+            raise DatabaseError(f"{self.path}: not a usable SQLite database ({e})") from None
+        self.session: int | None = None
+
+    def _check_file(self) -> None:
+        if self.path.exists() and self.path.stat().st_size > 0:
+            with open(self.path, "rb") as f:
+                if f.read(16) != b"SQLite format 3\x00":
+                    raise DatabaseError(f"{self.path}: not a SQLite database")
+
+    def _check(self, conn: sqlite3.Connection) -> bool:
+        """Raise DatabaseError unless ``conn`` is ours; True when it is still empty."""
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "meta" in tables:
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            if meta.get("application") != APPLICATION:
+                raise DatabaseError(f"{self.path}: not a fuzzharness database")
+            if int(meta.get("schema", 0)) > SCHEMA_VERSION:
+                raise DatabaseError(f"{self.path}: written by a newer harness (schema {meta['schema']})")
+            return False
+        if tables:
+            raise DatabaseError(
+                f"{self.path}: a foreign SQLite database (tables: {', '.join(sorted(tables))})")
+        return True
+
+    def _init_schema(self) -> None:
+        with self.conn:
+            self.conn.executescript(SCHEMA)
+            self.conn.executemany(
+                "INSERT INTO meta VALUES (?, ?)",
+                [("application", APPLICATION), ("schema", str(SCHEMA_VERSION))],
+            )
+
+    # -- campaign ---------------------------------------------------------------------------
+    def campaign(self) -> dict[str, Any] | None:
+        row = self.conn.execute("SELECT seed, settings, versions, created FROM campaign").fetchone()
+        if row is None:
+            return None
+        return {"seed": row[0], "settings": json.loads(row[1]), "versions": json.loads(row[2]),
+                "created": row[3]}
+
+    def create_campaign(self, seed: int, settings: dict[str, Any], versions: dict[str, str]) -> None:
+        with self.conn:
+            self.conn.execute(
+                "INSERT INTO campaign VALUES (1, ?, ?, ?, ?)",
+                (seed, json.dumps(settings, sort_keys=True), json.dumps(versions), time.time()),
+            )
+
+    def start_session(self, argv: list[str]) -> int:
+        with self.conn:
+            cur = self.conn.execute("INSERT INTO sessions(started, argv) VALUES (?, ?)",
+                                    (time.time(), json.dumps(argv)))
+        self.session = int(cur.lastrowid)
+        return self.session
+
+    def end_session(self, cases: int) -> None:
+        if self.session is None:
+            return
+        with self.conn:
+            self.conn.execute("UPDATE sessions SET ended = ?, cases = ? WHERE id = ?",
+                              (time.time(), cases, self.session))
+
+    def elapsed_before(self) -> float:
+        """Wall time spent by earlier sessions (a resumed time budget continues from here)."""
+        row = self.conn.execute(
+            "SELECT COALESCE(SUM(COALESCE(ended, (SELECT MAX(finished) FROM results "
+            "WHERE session = sessions.id), started) - started), 0) FROM sessions"
+        ).fetchone()
+        return float(row[0] or 0.0)
+
+    # -- results ----------------------------------------------------------------------------
+    def add_result(self, idx: int, case: dict[str, Any] | None, verdict: Verdict, *,
+                   elapsed: float, worker: int | None) -> bool:
+        """Store one result; False when that index is already stored (never overwritten)."""
+        case = case or {}
+        wl = case.get("workload") or {}
+        with self.conn:
+            cur = self.conn.execute(
+                "INSERT OR IGNORE INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    idx, case.get("id"), wl.get("name"), (case.get("origin") or {}).get("dtype"),
+                    (case.get("target") or {}).get("kind"),
+                    verdict.status.value, verdict.stage.value, _finite(verdict.ratio),
+                    _finite(verdict.worst_error), verdict.digest, elapsed, time.time(), worker,
+                    self.session, json.dumps(case, sort_keys=True) if case else None,
+                    json.dumps(verdict.to_dict(), sort_keys=True, default=str),
+                ),
+            )
+        return cur.rowcount == 1
+
+    def done_indices(self) -> set[int]:
+        return {r[0] for r in self.conn.execute("SELECT idx FROM results")}
+
+    def count(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM results").fetchone()[0])
+
+    def status_counts(self) -> dict[str, int]:
+        return dict(self.conn.execute("SELECT status, COUNT(*) FROM results GROUP BY status"))
+
+    def results(self, where: str = "", params: tuple = ()) -> Iterator[dict[str, Any]]:
+        cur = self.conn.execute(
+            f"SELECT idx, case_json, verdict_json FROM results {where} ORDER BY idx", params
+        )
+        for idx, case_json, verdict_json in cur:
+            yield {"idx": idx, "case": json.loads(case_json) if case_json else None,
+                   "verdict": json.loads(verdict_json)}
+
+    def find_case(self, key: str) -> dict[str, Any] | None:
+        """A stored case by case id (prefix allowed) or by index."""
+        if key.isdigit():
+            rows = list(self.results("WHERE idx = ?", (int(key),)))
+        else:
+            rows = list(self.results("WHERE case_id LIKE ?", (key + "%",)))
+        return rows[0] if rows else None
+
+    def close(self) -> None:
+        self.conn.close()

@@ -1,0 +1,174 @@
+"""Run one case through the pipeline and judge it: Case → Outcome (verdict + arrays).
+
+Stages, in order (each timed, each announced through ``on_stage`` before it starts so that a
+process that dies mid-stage can be blamed on the right one):
+
+``generate``  rebuild the PrimFunc from the workload parameters and the inputs from the seed
+``schedule``  replay the stored trace on a fresh ``s_tir.Schedule``
+``lower`` / ``codegen`` / ``build``   the backend's compilation steps
+``run``       execute on poisoned output buffers (nan for floats), so unwritten elements show
+``verify``    float64 reference + error bound → ratio and status; inputs must be unchanged
+
+Classification of exceptions: ``ScheduleError`` while replaying → ``schedule_rejected``;
+any other exception raised inside TVM → ``compile_error`` (schedule..build) or ``crash``
+(run: an exception escaping the generated code); exceptions raised by harness code →
+``harness_error``, never blamed on TVM.  Build errors that TVM documents as refusals of an
+invalid schedule (see :mod:`fuzzharness.rejections`) are ``schedule_rejected``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from fuzzharness import rejections
+from fuzzharness.case import Case
+from fuzzharness.tvm_support import blame_tvm, is_schedule_error, replay_trace
+from fuzzharness.verdict import Stage, Status, Verdict
+
+StageCallback = Callable[[Stage], None]
+
+
+@dataclasses.dataclass
+class Outcome:
+    verdict: Verdict
+    inputs: dict[str, np.ndarray] | None = None
+    outputs: dict[str, np.ndarray] | None = None
+    expected: dict[str, Any] | None = None
+    scheduled: Any = None  # the scheduled IRModule (for repros and triage)
+
+
+class _StageFailed(Exception):
+    def __init__(self, verdict: Verdict):
+        self.verdict = verdict
+
+
+def output_digest(outputs: dict[str, np.ndarray]) -> str:
+    h = hashlib.sha256()
+    for name in sorted(outputs):
+        a = np.ascontiguousarray(outputs[name])
+        h.update(f"{name}:{a.dtype}:{a.shape}:".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()[:16]
+
+
+def poison(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    if np.issubdtype(dtype, np.integer):
+        return np.full(shape, np.iinfo(dtype).min, dtype=dtype)
+    return np.full(shape, np.nan, dtype=dtype)
+
+
+class Execution:
+    """One pass through the stages, collecting timings; use :func:`execute`."""
+
+    def __init__(self, case: Case, on_stage: StageCallback | None = None):
+        self.case = case
+        self.on_stage = on_stage
+        self.timings: dict[str, float] = {}
+
+    @contextmanager
+    def stage(self, stage: Stage) -> Iterator[None]:
+        if self.on_stage is not None:
+            self.on_stage(stage)
+        t0 = time.perf_counter()
+        try:
+            yield
+        except _StageFailed:
+            raise
+        except Exception as e:  # noqa: BLE001 - every failure becomes a verdict
+            raise _StageFailed(self._classify(stage, e)) from e
+        finally:
+            self.timings[stage.value] = self.timings.get(stage.value, 0.0) + time.perf_counter() - t0
+
+    def _classify(self, stage: Stage, e: Exception) -> Verdict:
+        message = f"{type(e).__name__}: {e}"
+        details: dict[str, Any] = {"exception": type(e).__name__}
+        if stage in (Stage.GENERATE, Stage.VERIFY) or not blame_tvm(e):
+            details["traceback"] = traceback.format_exc(limit=-8)
+            status = Status.HARNESS_ERROR
+        elif stage is Stage.SCHEDULE and is_schedule_error(e):
+            status = Status.SCHEDULE_REJECTED
+        elif stage is Stage.RUN:
+            status, details["kind"] = Status.CRASH, "exception"
+        elif (reason := rejections.match(str(e))) is not None:
+            status, details["rejection"] = Status.SCHEDULE_REJECTED, reason
+        else:
+            status = Status.COMPILE_ERROR
+        return Verdict(status, stage, message=message, timings=self.timings, details=details)
+
+    def run(self) -> Outcome:
+        from fuzzharness.backends import backends
+        from generators.inputs import make_inputs
+        from generators.workloads import workloads
+        from oracles.compare import judge
+        from oracles.program import Numerics
+
+        case = self.case
+        outcome = Outcome(Verdict(Status.HARNESS_ERROR, Stage.GENERATE))
+        try:
+            with self.stage(Stage.GENERATE):
+                workload = workloads[case.workload_name]
+                backend = backends[case.target["kind"]]
+                func = workload.prim_func(case.params)
+                specs = workload.inputs(case.params)
+                out_specs = workload.outputs(case.params)
+                inputs = make_inputs(specs, case.inputs["distribution"], case.inputs["seed"])
+                outcome.inputs = inputs
+            with self.stage(Stage.SCHEDULE):
+                sch = replay_trace(func, case.trace)
+                outcome.scheduled = sch.mod
+            with self.stage(Stage.LOWER):
+                lowered = backend.lower(sch.mod, case.target, case.pass_config)
+            with self.stage(Stage.CODEGEN):
+                rt_mod = backend.codegen(lowered, case.target)
+            with self.stage(Stage.BUILD):
+                program = backend.build(rt_mod)
+            with self.stage(Stage.RUN):
+                args = [inputs[s.name].copy() for s in specs]
+                args += [poison(o.shape, np.dtype(inputs_dtype(o.dtype))) for o in out_specs]
+                results = backend.run(program, args, len(out_specs))
+                outputs = {o.name: r for o, r in zip(out_specs, results, strict=True)}
+                outcome.outputs = outputs
+            with self.stage(Stage.VERIFY):
+                clobbered = [s.name for s, a in zip(specs, args, strict=False)
+                             if not np.array_equal(a, inputs[s.name], equal_nan=True)]
+                expected = workload.reference(case.params, inputs, Numerics(func))
+                if case.oracle.get("mode") == "exact":
+                    for e in expected.values():
+                        e.bound = np.zeros_like(e.value)
+                        e.model += "/exact-int"
+                outcome.expected = expected
+                j = judge(expected, outputs)
+            verdict = Verdict(
+                j.status, Stage.VERIFY if j.status is not Status.PASS else Stage.DONE,
+                message=j.message, worst_error=j.worst_error, ratio=j.ratio,
+                worst_index=j.worst_index, worst_output=j.worst_output,
+                digest=output_digest(outputs), timings=self.timings,
+            )
+            if j.inconclusive:
+                verdict.details["inconclusive"] = j.inconclusive
+            if clobbered and verdict.status in (Status.PASS, Status.INCONCLUSIVE):
+                verdict.status, verdict.stage = Status.WRONG_RESULT, Stage.VERIFY
+                verdict.message = f"the kernel overwrote its input(s) {', '.join(clobbered)}"
+            outcome.verdict = verdict
+        except _StageFailed as failed:
+            outcome.verdict = failed.verdict
+        return outcome
+
+
+def inputs_dtype(dtype: str):
+    from oracles.numerics import numpy_dtype
+
+    return numpy_dtype(dtype)
+
+
+def execute(case: Case, on_stage: StageCallback | None = None) -> Outcome:
+    """Run ``case`` end to end; never raises for anything TVM or the case does."""
+    return Execution(case, on_stage).run()

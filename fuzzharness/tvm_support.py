@@ -1,0 +1,124 @@
+"""Thin helpers over the TVM 0.27 API (``tvm.tirx`` / ``tvm.s_tir``), kept in one place.
+
+TVM's Python API moved in 2026 and keeps moving; everything here is a small adapter so that
+the rest of the harness does not depend on where a function lives this month.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import platform
+from typing import Any
+
+
+def tvm():
+    import tvm as _tvm
+
+    return _tvm
+
+
+def parse_prim_func(source: str):
+    """Parse TVMScript text (a single ``@T.prim_func(s_tir=True)`` definition) to a PrimFunc.
+
+    TVMScript rejects ``from ... import`` inside the parsed text; ``T`` is supplied here.
+    """
+    import tvm as _tvm
+    from tvm.script import tirx as T
+
+    return _tvm.script.from_source(source, extra_vars={"T": T})
+
+
+def trace_to_json(trace) -> Any:
+    """``Trace.as_json()`` with TVM scalars (IntImm, FloatImm, String) as plain Python values."""
+    return to_plain(trace.as_json())
+
+
+def to_plain(obj: Any) -> Any:
+    from tvm import tirx
+
+    if obj is None or isinstance(obj, bool):
+        return obj
+    if isinstance(obj, tirx.IntImm):
+        return bool(obj.value) if str(obj.ty) == "bool" else int(obj.value)
+    if isinstance(obj, tirx.FloatImm):
+        return float(obj.value)
+    if isinstance(obj, str):  # tvm_ffi String is a str subclass
+        return str(obj)
+    if isinstance(obj, int | float):
+        return obj
+    if hasattr(obj, "items"):
+        return {str(k): to_plain(v) for k, v in obj.items()}
+    if hasattr(obj, "__iter__"):
+        return [to_plain(x) for x in obj]
+    raise TypeError(f"cannot turn {type(obj).__name__} into plain JSON data: {obj!r}")
+
+
+def replay_trace(func, trace_json: Any, *, seed: int = 1):
+    """A fresh ``s_tir.Schedule`` of ``func`` with the stored trace replayed onto it."""
+    from tvm import s_tir
+
+    sch = s_tir.Schedule(func, seed=seed)
+    if trace_json:
+        # The JSON went through json.dumps/loads; TVM wants its own containers back.
+        s_tir.Trace.apply_json_to_schedule(json.loads(json.dumps(trace_json)), sch)
+    return sch
+
+
+def structural_equal(a, b) -> bool:
+    import tvm_ffi
+
+    return bool(tvm_ffi.structural_equal(a, b))
+
+
+def is_schedule_error(exc: BaseException) -> bool:
+    from tvm.s_tir.schedule.schedule import ScheduleError
+
+    return isinstance(exc, ScheduleError)
+
+
+@functools.cache
+def versions() -> dict[str, str]:
+    """Versions of everything that can change a verdict (for repro headers and the DB)."""
+    import numpy
+    import tvm as _tvm
+    import tvm_ffi
+
+    from fuzzharness import __version__
+
+    try:
+        llvm = str(_tvm.target.codegen.llvm_version_major())
+    except Exception:  # noqa: BLE001 - a TVM built without LLVM
+        llvm = "none"
+    return {
+        "harness": __version__,
+        "tvm": _tvm.__version__,
+        "tvm_ffi": tvm_ffi.__version__,
+        "llvm": llvm,
+        "numpy": numpy.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def blame_tvm(exc: BaseException) -> bool:
+    """Did this exception come out of TVM (C++ or its Python package), rather than our code?
+
+    Decided from where the exception was raised: the innermost traceback frame.  Exceptions
+    raised by C++ code surface through tvm_ffi and carry C++ frames (``.cc`` files); exceptions
+    raised by TVM's Python layer come from files under the ``tvm``/``tvm_ffi`` packages.
+    Anything else is the harness's own fault.
+    """
+    tb = exc.__traceback__
+    last = None
+    while tb is not None:
+        last = tb.tb_frame.f_code.co_filename
+        tb = tb.tb_next
+    if last is None:
+        return False
+    norm = last.replace("\\", "/")
+    return (
+        "/tvm/" in norm
+        or "/tvm_ffi/" in norm
+        or norm.endswith((".cc", ".h", ".pxi", ".cpp"))
+        or type(exc).__module__.startswith(("tvm", "tvm_ffi"))
+    )

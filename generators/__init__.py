@@ -1,0 +1,1 @@
+"""Generators: workloads, input distributions, random schedules and whole cases."""

@@ -1,0 +1,89 @@
+"""Input distributions: deterministic arrays from (distribution, seed), rounded to the kernel dtype.
+
+An input is drawn in float64, then rounded once to the kernel's input dtype; the rounded
+values are what both the kernel and the float64 reference see.  Each workload states, per
+input, a magnitude ``scale`` that keeps every intermediate of the float modes finite (no fp16
+overflow unless a case asks for it) and, for the exact-integer mode, the largest integer
+magnitude ``int_max`` for which every partial sum stays exactly representable.
+
+Distributions (registered by name; the case stores the name and the seed):
+
+``uniform``       U(−scale, scale)
+``normal``        N(0, (scale/4)²), clipped to ±scale
+``cancellation``  mixed signs in near-cancelling pairs: x and −x·(1 + small), so sums cancel
+``wide_range``    log-uniform magnitudes over 2^-12·scale … scale, random signs
+``small_ints``    integers in [−int_max, int_max] — the exact-integer mode (oracle ``exact``)
+
+Streams: input ``i`` of a case uses ``numpy.random.default_rng([seed, i])`` (PCG64), stable
+for a given numpy version.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+
+from fuzzharness.registry import Registry
+from oracles import numerics
+
+
+@dataclasses.dataclass(frozen=True)
+class InputSpec:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    scale: float = 1.0  # max |x| in the float modes
+    int_max: int = 0  # max |x| in the exact-integer mode (0: the mode is unavailable)
+
+
+Distribution = Callable[[np.random.Generator, InputSpec], np.ndarray]
+distributions: Registry[Distribution] = Registry("input distribution")
+
+EXACT_DISTRIBUTIONS = frozenset({"small_ints"})
+
+
+@distributions.register("uniform")
+def uniform(rng: np.random.Generator, spec: InputSpec) -> np.ndarray:
+    return rng.uniform(-spec.scale, spec.scale, spec.shape)
+
+
+@distributions.register("normal")
+def normal(rng: np.random.Generator, spec: InputSpec) -> np.ndarray:
+    return np.clip(rng.normal(0.0, spec.scale / 4, spec.shape), -spec.scale, spec.scale)
+
+
+@distributions.register("cancellation")
+def cancellation(rng: np.random.Generator, spec: InputSpec) -> np.ndarray:
+    base = rng.uniform(0.5, 1.0, spec.shape) * spec.scale
+    flat = base.reshape(-1)
+    # every odd element nearly cancels its even neighbour along the flattened array
+    flat[1::2] = -flat[0 : flat.size - flat.size % 2 : 2] * (1 + rng.uniform(-1e-3, 1e-3, flat.size // 2))
+    return flat.reshape(spec.shape) * rng.choice([-1.0, 1.0])
+
+
+@distributions.register("wide_range")
+def wide_range(rng: np.random.Generator, spec: InputSpec) -> np.ndarray:
+    mag = spec.scale * np.exp2(rng.uniform(-12.0, 0.0, spec.shape))
+    return mag * rng.choice([-1.0, 1.0], spec.shape)
+
+
+@distributions.register("small_ints")
+def small_ints(rng: np.random.Generator, spec: InputSpec) -> np.ndarray:
+    if spec.int_max <= 0:
+        raise ValueError(f"input {spec.name}: exact-integer mode unavailable for this case")
+    return rng.integers(-spec.int_max, spec.int_max, spec.shape, endpoint=True).astype(np.float64)
+
+
+def make_inputs(specs: list[InputSpec], distribution: str, seed: int) -> dict[str, np.ndarray]:
+    """Arrays in the kernel's dtypes, keyed by parameter name."""
+    dist = distributions[distribution]
+    out = {}
+    for i, spec in enumerate(specs):
+        x = dist(np.random.default_rng([seed, i]), spec)
+        if numerics.is_int(spec.dtype):
+            lo, hi = numerics.int_range(spec.dtype)
+            x = np.clip(np.rint(x), lo, hi)
+        out[spec.name] = numerics.round_to(x, spec.dtype)
+    return out

@@ -1,0 +1,24 @@
+"""parallel: a spatial loop runs on the thread pool (outer loops preferred: nesting fails to build)."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from generators.schedules.base import Primitive, ScheduleState, register
+
+
+@register
+class Parallel(Primitive):
+    name = "parallel"
+
+    def propose(self, state: ScheduleState):
+        block = state.pick_block()
+        if block is None:
+            return None
+        loops = state.loops(block)
+        if not loops:
+            return None
+        kinds = state.loop_kinds(block)
+        spatial = [i for i, k in enumerate(kinds) if k == "S"] or [0]
+        i = state.draw(st.sampled_from(spatial))
+        return lambda: state.sch.parallel(loops[i])

@@ -1,0 +1,1 @@
+"""Oracles: float64 references, dtype-aware error bounds and comparisons."""

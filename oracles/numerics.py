@@ -1,0 +1,99 @@
+"""Floating-point facts per dtype: unit roundoff, underflow unit, overflow threshold.
+
+For a binary floating-point format with ``p`` significand bits (the implicit bit counted),
+round-to-nearest gives ``fl(x op y) = (x op y)(1 + δ)``, ``|δ| ≤ u = 2^-p`` for every result in
+the normal range (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., §2.2).
+Below the normal range the relative model fails; an absolute error of at most
+``eta = 2^(emin - p)`` (half the spacing of subnormals) per operation holds instead (Higham
+§2.1, eq. 2.8 with gradual underflow).  Integer dtypes are exact with two's-complement
+wrap-around.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import ml_dtypes
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class FloatFormat:
+    name: str
+    precision: int  # significand bits p, implicit bit included
+    emin: int  # exponent of the smallest normal number
+    max: float  # largest finite value
+
+    @property
+    def u(self) -> float:
+        """Unit roundoff 2^-p (round to nearest)."""
+        return 2.0**-self.precision
+
+    @property
+    def eta(self) -> float:
+        """Max absolute rounding error of one operation in the subnormal range."""
+        return 2.0 ** (self.emin - self.precision)
+
+    @property
+    def max_exact_int(self) -> int:
+        """Every integer of magnitude ≤ this is exactly representable."""
+        return 2**self.precision
+
+
+FLOATS = {
+    "float16": FloatFormat("float16", 11, -14, 65504.0),
+    "bfloat16": FloatFormat("bfloat16", 8, -126, float(ml_dtypes.finfo(ml_dtypes.bfloat16).max)),
+    "float32": FloatFormat("float32", 24, -126, float(np.finfo(np.float32).max)),
+    "float64": FloatFormat("float64", 53, -1022, float(np.finfo(np.float64).max)),
+}
+
+
+def is_float(dtype: str) -> bool:
+    return str(dtype) in FLOATS
+
+
+def is_int(dtype: str) -> bool:
+    return str(dtype).startswith(("int", "uint"))
+
+
+def fmt(dtype: str) -> FloatFormat:
+    try:
+        return FLOATS[str(dtype)]
+    except KeyError:
+        raise ValueError(f"{dtype} is not a floating-point dtype with an error model") from None
+
+
+def unit_roundoff(dtype: str) -> float:
+    return fmt(dtype).u
+
+
+def gamma(k: int | np.ndarray, u: float) -> float | np.ndarray:
+    """γ_k = k·u / (1 − k·u) (Higham Lemma 3.1); inf where k·u ≥ 1 (the model says nothing)."""
+    ku = np.asarray(k, dtype=np.float64) * u
+    with np.errstate(divide="ignore", invalid="ignore"):
+        g = np.where(ku < 1.0, ku / (1.0 - ku), np.inf)
+    return float(g) if np.ndim(g) == 0 else g
+
+
+def numpy_dtype(dtype: str) -> np.dtype:
+    """The numpy dtype that holds a TVM dtype's values (bfloat16 via ml_dtypes)."""
+    if str(dtype) == "bfloat16":
+        return np.dtype(ml_dtypes.bfloat16)
+    if str(dtype) == "bool":
+        return np.dtype(np.bool_)
+    return np.dtype(str(dtype))
+
+
+def round_to(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Round float64 values to ``dtype`` (round to nearest even) and return them in that dtype."""
+    return np.asarray(x).astype(numpy_dtype(dtype))
+
+
+def int_range(dtype: str) -> tuple[int, int]:
+    info = np.iinfo(np.dtype(str(dtype)))
+    return int(info.min), int(info.max)
+
+
+def log2_ceil(x: float) -> int:
+    return math.ceil(math.log2(x)) if x > 0 else 0

@@ -1,0 +1,72 @@
+"""Facts the oracles read from the program itself rather than assume.
+
+The accumulation dtype of a reduction is the dtype of the buffer its block writes, read from
+the *unscheduled* PrimFunc: a program that declares an fp32 accumulator for fp16 inputs gets
+the fp32 bound, so a kernel that silently rounds that accumulator to fp16 is caught.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+REDUCE_ITER = 2  # IterVar.iter_type of a commutative reduction axis (kCommReduce)
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockInfo:
+    name: str
+    write_dtypes: tuple[str, ...]
+    reduction_extents: tuple[int, ...]
+
+    @property
+    def is_reduction(self) -> bool:
+        return bool(self.reduction_extents)
+
+    @property
+    def reduction_length(self) -> int:
+        n = 1
+        for e in self.reduction_extents:
+            n *= e
+        return n
+
+
+def blocks(func) -> dict[str, BlockInfo]:
+    """Every named SBlock of ``func`` (the implicit root excluded)."""
+    import tvm_ffi
+    from tvm import s_tir
+
+    found: dict[str, BlockInfo] = {}
+
+    def visit(block) -> None:
+        if block.name_hint == "root":
+            return
+        red = tuple(
+            int(iv.dom.extent) for iv in block.iter_vars if int(iv.iter_type) == REDUCE_ITER
+        )
+        dtypes = tuple(str(w.source.dtype) for w in block.writes)
+        found[str(block.name_hint)] = BlockInfo(str(block.name_hint), dtypes, red)
+
+    tvm_ffi.structural_walk(func, [(s_tir.SBlock, visit)])
+    return found
+
+
+class Numerics:
+    """What the reference needs to know about the program's arithmetic."""
+
+    def __init__(self, func):
+        self._blocks = blocks(func)
+
+    def accumulation_dtype(self, block: str) -> str:
+        info = self._blocks.get(block)
+        if info is None:
+            raise KeyError(f"program has no block {block!r}; blocks: {sorted(self._blocks)}")
+        if not info.is_reduction:
+            raise ValueError(f"block {block!r} is not a reduction")
+        return info.write_dtypes[0]
+
+    def reduction_length(self, block: str) -> int:
+        return self._blocks[block].reduction_length
+
+    @property
+    def block_names(self) -> list[str]:
+        return sorted(self._blocks)

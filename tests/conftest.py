@@ -1,0 +1,23 @@
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def plugin_env(monkeypatch):
+    """Make worker processes import the test plugins (and find the tests package)."""
+    monkeypatch.setenv("FUZZHARNESS_PLUGINS", "tests.plugins.wrong_programs")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    return dict(os.environ)
+
+
+def run_cli(*args, env=None, timeout=600):
+    """Run the real `fuzzharness` CLI in a subprocess; return CompletedProcess."""
+    import subprocess
+
+    return subprocess.run([sys.executable, "-m", "fuzzharness.cli", *map(str, args)],
+                          capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)

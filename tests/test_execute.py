@@ -1,0 +1,94 @@
+"""The end-to-end loop on llvm: correct programs pass, wrong programs fail."""
+
+import numpy as np
+import pytest
+
+import tests.plugins.wrong_programs  # noqa: F401  (registers the wrong programs)
+from fuzzharness.case import Case
+from fuzzharness.execute import execute
+from fuzzharness.verdict import Stage, Status
+
+SPLIT_REORDER = None  # filled lazily: a real trace from TVM
+
+
+def case(workload, params, *, distribution="uniform", seed=1, trace=None, oracle="bound"):
+    return Case(workload={"name": workload, "params": params},
+                inputs={"distribution": distribution, "seed": seed},
+                schedule={"source": "test", "trace": trace}, oracle={"mode": oracle})
+
+
+def split_reorder_trace(workload, params):
+    """A legal schedule: split the reduction loop and move its outer part outermost."""
+    from tvm import s_tir
+
+    from fuzzharness.tvm_support import trace_to_json
+    from generators.workloads import workloads
+
+    func = workloads[workload].prim_func(params)
+    sch = s_tir.Schedule(func)
+    block = sch.get_sblock(sch.mod["main"].body.block.body.block.name_hint
+                           if False else ("C" if workload == "matmul" else "B"))
+    loops = sch.get_loops(block)
+    ko, ki = sch.split(loops[-1], factors=[None, 4])
+    sch.reorder(ko, *loops[:-1], ki)
+    return trace_to_json(sch.trace)
+
+
+MATMUL = {"M": 16, "N": 12, "K": 37}
+ROWSUM = {"M": 9, "N": 301}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float16-acc32"])
+@pytest.mark.parametrize("workload, params", [("matmul", MATMUL), ("row_sum", ROWSUM)])
+def test_scheduled_programs_pass(workload, params, dtype):
+    p = dict(params, dtype=dtype)
+    out = execute(case(workload, p, trace=split_reorder_trace(workload, p)))
+    v = out.verdict
+    assert v.status is Status.PASS, v.line()
+    assert v.stage is Stage.DONE
+    assert 0 <= v.ratio <= 1
+    assert set(v.timings) >= {"generate", "schedule", "lower", "codegen", "build", "run", "verify"}
+    assert v.digest and v.worst_index is not None
+    # the reference saw exactly the rounded inputs the kernel saw
+    name = next(iter(out.outputs))
+    assert out.outputs[name].dtype == np.dtype("float16" if dtype == "float16" else "float32")
+
+
+def test_exact_integer_mode_is_bitwise():
+    p = dict(MATMUL, dtype="float16")
+    v = execute(case("matmul", p, distribution="small_ints", oracle="exact",
+                     trace=split_reorder_trace("matmul", p))).verdict
+    assert v.status is Status.PASS and v.ratio == 0.0
+
+
+@pytest.mark.parametrize("wrong", ["test_matmul_drops_term", "test_matmul_off_by_one"])
+@pytest.mark.parametrize("dtype", ["float32", "float16-acc32"])
+def test_wrong_programs_fail(wrong, dtype):
+    v = execute(case(wrong, dict(MATMUL, dtype=dtype))).verdict
+    assert v.status is Status.WRONG_RESULT, v.line()
+    assert v.ratio > 1
+    assert v.worst_output == "C"
+    if wrong == "test_matmul_off_by_one":
+        assert v.worst_index[1] == MATMUL["N"] - 1
+
+
+def test_wrong_program_fails_in_exact_mode_too():
+    v = execute(case("test_matmul_drops_term", dict(MATMUL, dtype="float16"),
+                     distribution="small_ints", oracle="exact")).verdict
+    assert v.status is Status.WRONG_RESULT and v.ratio == float("inf")
+
+
+def test_rejected_trace_is_schedule_rejected_not_a_finding():
+    # vectorize on a reduction loop: TVM refuses with a ScheduleError
+    trace = [[["GetSBlock", [], ["C", "main"], ["b0"]],
+              ["GetLoops", ["b0"], [], ["l1", "l2", "l3"]],
+              ["Vectorize", ["l3"], [], []]], []]
+    v = execute(case("matmul", dict(MATMUL, dtype="float32"), trace=trace)).verdict
+    assert v.status is Status.SCHEDULE_REJECTED and v.stage is Stage.SCHEDULE
+    assert not v.is_finding
+
+
+def test_harness_bug_is_a_harness_error():
+    v = execute(case("matmul", dict(MATMUL, dtype="float32"), distribution="no_such_dist")).verdict
+    assert v.status is Status.HARNESS_ERROR and v.stage is Stage.GENERATE
+    assert not v.is_finding
