@@ -208,8 +208,8 @@ class _Memory:
 
     def image(self, tex: Texture, content: np.ndarray):
         cl = self.cl
-        img = cl.Image(self.ctx, cl.mem_flags.READ_WRITE, self._image_format(tex),
-                       shape=(tex.width, tex.height, tex.depth), is_array=True)
+        img = cl.create_image(self.ctx, cl.mem_flags.READ_WRITE, self._image_format(tex),
+                              shape=(tex.width, tex.height, tex.depth), is_array=True)
         host = np.ascontiguousarray(content.reshape(tex.shape_dhwc))
         cl.enqueue_copy(self.queue, img, host, origin=(0, 0, 0),
                         region=(tex.width, tex.height, tex.depth))

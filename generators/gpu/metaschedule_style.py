@@ -31,6 +31,7 @@ class MetaScheduleStyle(Style):
 
     def schedule(self, func, data, target):
         import tvm
+        import tvm.s_tir.tensor_intrin  # noqa: F401  (wmma intrinsics, registered by name)
         from tvm import s_tir
         from tvm.s_tir import meta_schedule as ms
 
