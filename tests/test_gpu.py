@@ -136,9 +136,10 @@ def _texture_case(dtype, scope_a="global.texture-nhwc", scope_b="global.texture-
 
 
 def test_texture_scope_parameters_run_as_images_on_the_cpu(opencl):
+    from tvm.target import Target
+
     from fuzzharness.backends import backends
     from fuzzharness.backends.device import select_pipeline
-    from tvm.target import Target
 
     assert select_pipeline(Target(ADRENO))[0] == "adreno"
     case = _texture_case("float32")
@@ -252,7 +253,7 @@ def test_generated_gpu_cases_are_deterministic_and_end_in_verdicts(opencl):
             seen.add(case.origin["gpu_style"])
             v = execute(case).verdict
             assert v.status is not Status.HARNESS_ERROR, (case.origin, v.line(), v.details)
-    assert {"dlight", "tiled"} <= seen
+    assert "dlight" in seen and len(seen) >= 2, seen
 
 
 def test_campaign_on_the_adreno_target(tmp_path, opencl):
