@@ -90,7 +90,10 @@ class Execution:
     def _classify(self, stage: Stage, e: Exception) -> Verdict:
         message = f"{type(e).__name__}: {e}"
         details: dict[str, Any] = {"exception": type(e).__name__}
-        if stage in (Stage.GENERATE, Stage.VERIFY) or not blame_tvm(e):
+        # Backends attach what failed (device source, compiler log) as plain data.
+        details.update(getattr(e, "fuzz_details", None) or {})
+        blamed = blame_tvm(e) or getattr(e, "blame_tvm", False)  # e.g. nvcc refusing TVM's code
+        if stage in (Stage.GENERATE, Stage.VERIFY) or not blamed:
             details["traceback"] = traceback.format_exc(limit=-8)
             status = Status.HARNESS_ERROR
         elif stage is Stage.SCHEDULE and is_schedule_error(e):
@@ -130,6 +133,13 @@ class Execution:
                 rt_mod = backend.codegen(lowered, case.target)
             with self.stage(Stage.BUILD):
                 program = backend.build(rt_mod)
+                not_run = backend.not_runnable(program)
+            if not_run is not None:  # e.g. CUDA compiled by nvcc on a host without a GPU
+                outcome.verdict = Verdict(
+                    Status.INCONCLUSIVE, Stage.RUN, message=f"compiled, not run: {not_run}",
+                    timings=self.timings, details={"not_run": not_run},
+                )
+                return outcome
             with self.stage(Stage.RUN):
                 args = [inputs[s.name].copy() for s in specs]
                 args += [poison(o.shape, np.dtype(inputs_dtype(o.dtype))) for o in out_specs]

@@ -60,8 +60,13 @@ def replay_trace(func, trace_json: Any, *, seed: int = 1):
 
     sch = s_tir.Schedule(func, seed=seed)
     if trace_json:
+        text = json.dumps(trace_json)
+        if '"Tensorize"' in text:
+            # Tensor intrinsics (wmma, mma...) are registered by name on import (≈10 s, once
+            # per process); a trace that tensorizes names them.
+            import tvm.s_tir.tensor_intrin  # noqa: F401
         # The JSON went through json.dumps/loads; TVM wants its own containers back.
-        s_tir.Trace.apply_json_to_schedule(json.loads(json.dumps(trace_json)), sch)
+        s_tir.Trace.apply_json_to_schedule(json.loads(text), sch)
     return sch
 
 

@@ -15,11 +15,23 @@ from hypothesis import strategies as st
 from fuzzharness.case import Case
 from fuzzharness.tvm_support import trace_to_json
 from generators import draw as draws
+from generators.gpu import gpu_schedule, is_gpu_target
 from generators.inputs import EXACT_DISTRIBUTIONS, distributions
 from generators.schedules import ScheduleOptions, random_schedule
 from generators.workloads import GenOptions, workloads
 
 FLOAT_DISTRIBUTIONS = ("uniform", "normal", "cancellation", "wide_range")
+
+# ``--target NAME`` presets (a TOML ``generation.target`` table may give any target dict).
+TARGET_PRESETS: dict[str, dict[str, Any]] = {
+    "llvm": {"kind": "llvm"},
+    # compiled by nvcc; run where a GPU is.  The limits are an H100's (MetaSchedule needs them).
+    "cuda": {"kind": "cuda", "arch": "sm_90", "max_threads_per_block": 1024,
+             "max_shared_memory_per_block": 49152, "thread_warp_size": 32,
+             "registers_per_block": 65536},
+    "opencl": {"kind": "opencl"},  # run by pyopencl on an OpenCL CPU runtime
+    "adreno": {"kind": "opencl", "device": "adreno"},  # texture scopes, Adreno pipeline
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,11 +71,18 @@ class GenSettings:
                 raise ValueError(f"unknown dtype {bad[0]!r}; known: {', '.join(sorted(known))}")
         if self.max_steps < 0 or self.max_reduction < 1:
             raise ValueError("max_steps must be ≥ 0 and max_reduction ≥ 1")
+        from fuzzharness.backends import backends
+
+        if not isinstance(self.target, dict) or "kind" not in self.target:
+            raise ValueError("target must be a table with a 'kind', e.g. { kind = \"cuda\" }")
+        backends[self.target["kind"]]  # UnknownName lists the known kinds
         return self
 
     def workload_names(self) -> list[str]:
         if self.workloads is None:
-            names = [n for n, w in workloads.items() if w.default]
+            # GPU workloads (generators/workloads/gpu_matmul.py) join for the targets they are for
+            names = [n for n, w in workloads.items()
+                     if w.default or getattr(w, "for_target", lambda t: False)(self.target)]
         else:
             names = sorted(self.workloads)
         if self.dtypes is not None:
@@ -98,16 +117,26 @@ def draw_case(data: Any, settings: GenSettings) -> Case:
     input_seed = data.draw(st.integers(0, 2**32 - 1))
 
     func = workload.prim_func(params)
-    sch, steps = random_schedule(
-        func, data, ScheduleOptions(max_steps=settings.max_steps, primitives=settings.primitives)
-    )
+    origin: dict[str, Any] = {"dtype": workload.dtype_label(params)}
+    pass_config: dict[str, Any] = {}
+    if is_gpu_target(settings.target):
+        # GPU schedules are drawn whole, one style per case (generators/gpu/base.py).
+        gs = gpu_schedule(func, data, settings.target)
+        sch, source, pass_config = gs.sch, f"gpu:{gs.style}", dict(gs.pass_config)
+        origin.update(steps=[], gpu_style=gs.style, notes=gs.notes)
+    else:
+        sch, steps = random_schedule(
+            func, data, ScheduleOptions(max_steps=settings.max_steps, primitives=settings.primitives)
+        )
+        source = "random"
+        origin["steps"] = [s.to_dict() for s in steps]
     trace = trace_to_json(sch.trace)
     return Case(
         workload={"name": wl_name, "params": params},
         inputs={"distribution": distribution, "seed": input_seed},
-        schedule={"source": "random", "trace": trace},
+        schedule={"source": source, "trace": trace},
         target=dict(settings.target),
-        pass_config={},
+        pass_config=pass_config,
         oracle={"mode": oracle},
-        origin={"steps": [s.to_dict() for s in steps], "dtype": workload.dtype_label(params)},
+        origin=origin,
     )

@@ -32,6 +32,15 @@ class Backend:
     def build(self, runtime_module):
         raise NotImplementedError
 
+    def not_runnable(self, program) -> str | None:
+        """Why ``program`` (from :meth:`build`) cannot run on this machine (None: it can).
+
+        A case whose program cannot run ends *inconclusive* at the run stage, with the
+        reason in its details (``not_run``) — e.g. CUDA code compiled by nvcc on a host
+        without a GPU, or an fp16 OpenCL kernel on a runtime without ``cl_khr_fp16``.
+        """
+        return None
+
     def run(self, program, args: list[np.ndarray], n_outputs: int) -> list[np.ndarray]:
         """Run with ``args`` (inputs then output buffers); return the output arrays."""
         raise NotImplementedError

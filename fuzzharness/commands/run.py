@@ -34,6 +34,9 @@ def add_arguments(p) -> None:
     p.add_argument("--dtypes", help="comma-separated dtype labels (default: all)")
     p.add_argument("--primitives", help="comma-separated schedule primitives (default: all)")
     p.add_argument("--max-steps", type=int, metavar="N", help="max schedule steps per case")
+    p.add_argument("--target", metavar="NAME",
+                   help="target preset: llvm (default), cuda (nvcc compile; runs on a GPU host), "
+                        "opencl or adreno (run by pyopencl on an OpenCL CPU runtime)")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
 
 
@@ -41,6 +44,17 @@ def _csv(text: str | None) -> tuple[str, ...] | None:
     if text is None:
         return None
     return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
+def _target(name: str | None) -> dict | None:
+    from fuzzharness.settings import SettingsError
+    from generators.cases import TARGET_PRESETS
+
+    if name is None:
+        return None
+    if name not in TARGET_PRESETS:
+        raise SettingsError(f"unknown target {name!r}; known: {', '.join(TARGET_PRESETS)}")
+    return dict(TARGET_PRESETS[name])
 
 
 def settings_from_args(args):
@@ -57,6 +71,7 @@ def settings_from_args(args):
     gen = {k: v for k, v in {
         "workloads": _csv(args.workloads), "dtypes": _csv(args.dtypes),
         "primitives": _csv(args.primitives), "max_steps": args.max_steps,
+        "target": _target(args.target),
     }.items() if v is not None}
     return dataclasses.replace(s, generation=dataclasses.replace(s.generation, **gen))
 
