@@ -142,7 +142,7 @@ def draw_schedule(func, data: Any, settings: GenSettings):
 
     # naming primitives without "metaschedule" switches the source off (its draw stays)
     wanted = settings.primitives is None or SOURCE in settings.primitives
-    if data.draw(st.floats(0, 1)) < settings.metaschedule_fraction and wanted:
+    if draws.chance(data, settings.metaschedule_fraction) and wanted:
         sch, steps = metaschedule_schedule(func, data)
         return SOURCE, sch, steps
     sch, steps = random_schedule(func, data, ScheduleOptions(

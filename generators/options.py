@@ -151,7 +151,9 @@ def draw_options(data: Any, base_target: dict[str, Any], fraction: float):
     share of option cases does not reshuffle the rest); only the tier's resolution to an
     ``mcpu`` depends on the host.
     """
-    varied = data.draw(st.floats(0, 1)) < fraction
+    from generators.draw import chance
+
+    varied = chance(data, fraction)
     tier = data.draw(st.sampled_from(TIERS))
     mattr = data.draw(st.sampled_from(MATTRS))
     picks = [data.draw(st.booleans()) for _ in PASS_CONFIGS]

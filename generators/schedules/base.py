@@ -61,7 +61,7 @@ class ScheduleOptions:
 @dataclasses.dataclass
 class Step:
     primitive: str
-    outcome: str  # accepted | rejected | no_site | disabled
+    outcome: str  # accepted | rejected | no_site | disabled | dropped (undone by finalize)
     error: str = ""
     calls: tuple[str, ...] = ()  # schedule methods applied by an accepted step
 
@@ -211,6 +211,10 @@ class Primitive:
     def propose(self, state: ScheduleState) -> Apply | None:
         raise NotImplementedError
 
+    def finalize(self, state: ScheduleState) -> list[Step]:
+        """After the last step: undo what later steps made invalid (no draws allowed)."""
+        return []
+
 
 primitives: Registry[Primitive] = Registry("schedule primitive")
 
@@ -242,6 +246,9 @@ def random_schedule(func, data: Any, options: ScheduleOptions):
     for _ in range(n):
         name = data.draw(st.sampled_from(choices))
         steps.append(_step(state, name, name in enabled))
+    for _, primitive in primitives.items():
+        state.invalidate()
+        steps += primitive.finalize(state)
     return state.sch, steps
 
 

@@ -17,7 +17,8 @@ the harness reports as a finding):
 * ``cache_index`` on a block without index computation raises ``InternalError: An empty
   SeqStmt is prohibited`` (its documentation says it leaves such blocks unchanged) — also
   when a ``cse_thresh`` ≥ 1 leaves nothing repeated enough to cache; proposals go to blocks
-  with composite indices, with ``cse_thresh=0`` (cache every index computation).
+  with composite *load* indices (index computations of stores alone crash the same way),
+  with ``cse_thresh=0`` (cache every index computation).
 
 ``cache_inplace`` is proposed where it applies (a block that reads and writes one buffer — a
 decomposed reduction's update block) although in TVM 0.27 every such case we tried fails to
@@ -114,7 +115,7 @@ class CacheIndex(Primitive):
 
     def propose(self, state: ScheduleState):
         known_bugs = state.options.known_bug_sites
-        block = state.pick_block(lambda b: b.composite_index or known_bugs)
+        block = state.pick_block(lambda b: b.composite_load or known_bugs)
         if block is None:
             return None
         threshold = state.draw(st.integers(0, 2)) if known_bugs else 0

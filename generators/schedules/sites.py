@@ -11,7 +11,8 @@ Facts, per block (the implicit ``root`` block excluded):
 * reads / writes: buffer name and rank, in the block's own read/write region order — the
   order TVM's ``buffer_index`` arguments refer to;
 * ``has_init`` (a reduction not yet decomposed), ``composite_index`` (some buffer access is
-  indexed by an expression rather than a bare iterator or constant);
+  indexed by an expression rather than a bare iterator or constant), ``composite_load``
+  (the same, for reads);
 * buffers it allocates.
 
 Per function: parameter names (buffers that are function arguments) and allocated
@@ -42,6 +43,7 @@ class BlockFacts:
     writes: tuple[Access, ...]
     has_init: bool
     composite_index: bool
+    composite_load: bool
     allocs: tuple[str, ...]
 
     @property
@@ -57,7 +59,7 @@ class BlockFacts:
 
 @dataclasses.dataclass(frozen=True)
 class FunctionFacts:
-    blocks: dict[str, BlockFacts]
+    blocks: dict[str, BlockFacts]  # blocks with a unique name (only those can be looked up)
     params: frozenset[str]
     intermediates: frozenset[str]
 
@@ -90,7 +92,9 @@ def analyse(func) -> FunctionFacts:
     from tvm.ir.expr import TensorLoad  # a BufferLoad; tirx.BufferLoad is only a constructor
 
     blocks: dict[str, BlockFacts] = {}
+    duplicates: set[str] = set()
     intermediates: set[str] = set()
+    in_init: set[str] = set()  # blocks inside another block's T.init (blockize makes them)
 
     def visit_block(block) -> None:
         for buf in block.alloc_buffers:
@@ -98,13 +102,21 @@ def analyse(func) -> FunctionFacts:
         name = str(block.name_hint)
         if name == "root":
             return
-        composite = [False]
+        if name in blocks:  # TVM sometimes names two blocks alike; get_sblock refuses them
+            duplicates.add(name)
+        if block.init is not None:
+            tvm_ffi.structural_walk(block.init, [
+                (s_tir.SBlock, lambda b: in_init.add(str(b.name_hint)))])
+        composite = {"load": False, "store": False}
 
-        def check(node) -> None:
-            if not all(_is_simple_index(i) for i in node.indices):
-                composite[0] = True
+        def check(kind):
+            def visit(node) -> None:
+                if not all(_is_simple_index(i) for i in node.indices):
+                    composite[kind] = True
+            return visit
 
-        tvm_ffi.structural_walk(block.body, [(TensorLoad, check), (tirx.BufferStore, check)])
+        tvm_ffi.structural_walk(block.body, [(TensorLoad, check("load")),
+                                             (tirx.BufferStore, check("store"))])
 
         def accesses(regions) -> tuple[Access, ...]:
             return tuple(Access(str(r.source.name), len(r.region), str(r.source.dtype))
@@ -117,13 +129,17 @@ def analyse(func) -> FunctionFacts:
             reads=accesses(block.reads),
             writes=accesses(block.writes),
             has_init=block.init is not None,
-            composite_index=composite[0],
+            composite_index=composite["load"] or composite["store"],
+            composite_load=composite["load"],
             allocs=tuple(str(b.name) for b in block.alloc_buffers),
         )
 
     tvm_ffi.structural_walk(func, [(s_tir.SBlock, visit_block)])
     params = frozenset(str(p.name) for p in func.params)
-    return FunctionFacts(blocks, params, frozenset(intermediates))
+    # Blocks inside an init have no sref: get_sblock fails an internal check on them (a TVM
+    # bug reported by the campaign when it happened here, before this exclusion).
+    unique = {n: b for n, b in blocks.items() if n not in duplicates and n not in in_init}
+    return FunctionFacts(unique, params, frozenset(intermediates))
 
 
 def _const(e) -> int | None:
