@@ -248,7 +248,11 @@ def random_schedule(func, data: Any, options: ScheduleOptions):
         steps.append(_step(state, name, name in enabled))
     for _, primitive in primitives.items():
         state.invalidate()
-        steps += primitive.finalize(state)
+        backup = state.sch.copy()
+        repairs = primitive.finalize(state)
+        if not repairs:  # leave no lookups behind
+            state._restore(backup)
+        steps += repairs
     return state.sch, steps
 
 

@@ -20,6 +20,10 @@ the harness reports as a finding):
   with composite *load* indices (index computations of stores alone crash the same way),
   with ``cse_thresh=0`` (cache every index computation).
 
+* ``reindex_cache_read`` of a buffer the block also writes (an update block reading its own
+  accumulator, after ``decompose_reduction`` or ``blockize``) segfaults in
+  ``tvm::s_tir::ReindexCacheRead``; such reads are not proposed.
+
 ``cache_inplace`` is proposed where it applies (a block that reads and writes one buffer — a
 decomposed reduction's update block) although in TVM 0.27 every such case we tried fails to
 lower ("variables (vi, vj) are used, but are not passed in as API arguments"): that is a
@@ -134,14 +138,15 @@ class ReindexCache(Primitive):
     def propose(self, state: ScheduleState):
         from tvm.tirx import IndexMap
 
+        known = state.options.known_bug_sites
         block = state.pick_block(lambda b: bool(b.reads or b.writes))
         if block is None:
             return None
         facts = state.block_facts(block)
-        kinds = [k for k, acc in (("read", facts.reads), ("write", facts.writes)) if acc]
-        kind = state.draw(st.sampled_from(kinds))
-        n = len(facts.reads if kind == "read" else facts.writes)
-        index = state.draw(st.integers(0, n - 1))
+        written = {w.buffer for w in facts.writes}
+        sites = [("read", i) for i, r in enumerate(facts.reads) if known or r.buffer not in written]
+        sites += [("write", i) for i in range(len(facts.writes))]
+        kind, index = state.draw(st.sampled_from(sites))
         used = state.access_iters(block, kind, index)
         if not used:
             return None

@@ -28,7 +28,7 @@ def _pairs(state: ScheduleState) -> list[tuple[str, str]]:
 class ComputeAt(Primitive):
     name = "compute_at"
     weight = 3
-    covers = ("compute_at", "sample_compute_location", "get_consumers")
+    covers = ("compute_at", "sample_compute_location")
 
     def propose(self, state: ScheduleState):
         pairs = _pairs(state)
@@ -53,7 +53,7 @@ class ComputeAt(Primitive):
 class ReverseComputeAt(Primitive):
     name = "reverse_compute_at"
     weight = 3
-    covers = ("reverse_compute_at", "get_producers")
+    covers = ("reverse_compute_at",)
 
     def propose(self, state: ScheduleState):
         pairs = _pairs(state)

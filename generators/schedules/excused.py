@@ -9,9 +9,9 @@ therefore fails the suite until someone decides.
 
 from __future__ import annotations
 
-#: methods that only look things up; proposals call them to find their sites
-LOOKUPS = ("get_sblock", "get_loops", "get_child_blocks", "get_producers", "get_consumers",
-           "get_output_blocks")
+#: methods that only look things up; proposals call them to find their sites (they are in
+#: the traces, but not counted as applied primitives)
+LOOKUPS = ("get_sblock", "get_loops", "get_child_blocks")
 
 #: methods produced by a schedule source other than the random primitives
 SOURCE_COVERS = {
@@ -24,10 +24,18 @@ EXCUSED: dict[str, str] = {
     "copy": "bookkeeping (the generator copies the schedule before each step to roll back)",
     "seed": "re-seeds the sampler; the generator seeds each Schedule once from the case's draws",
     "fork_seed": "derives a seed for another schedule; nothing to transform",
-    "show": "prints the module",
+    "show": "prints the module; no effect on the IR",
     "get": "returns the IR node behind a random variable (used by proposals, not traced)",
     "get_sref": "returns the sref behind a random variable (used internally, not traced)",
     "remove_rv": "drops a random variable from the symbol table; no effect on the IR",
+    "get_producers": "a lookup with no effect on the IR: proposals read producers and consumers "
+                     "from the IR itself (generators/schedules/sites.py); MetaSchedule's "
+                     "sketches call it",
+    "get_consumers": "a lookup with no effect on the IR: proposals read producers and consumers "
+                     "from the IR itself (generators/schedules/sites.py); MetaSchedule's "
+                     "sketches call it",
+    "get_output_blocks": "a lookup with no effect on the IR: proposals tell outputs from "
+                         "intermediates by the buffers blocks allocate (sites.py)",
     "same_as": "object identity (inherited from the FFI object)",
     "is_": "object identity (inherited from the FFI object)",
     # -- outside what an llvm schedule can do correctly ------------------------------------
