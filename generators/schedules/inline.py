@@ -27,7 +27,15 @@ class ReverseComputeInline(Primitive):
 
     def propose(self, state: ScheduleState):
         f = state.facts
-        block = state.pick_block(lambda b: f.reads_intermediate(b) and not b.is_reduction)
+
+        def site(b) -> bool:
+            # TVM inlines a consumer only into a single, complete (non-reduction) producer
+            producers = {p for r in b.reads if r.buffer in f.intermediates
+                         for p in f.producers(r.buffer) if p != b.name}
+            return (not b.is_reduction and len(producers) == 1
+                    and not f.blocks[producers.pop()].is_reduction)
+
+        block = state.pick_block(site)
         if block is None:
             return None
         return lambda: state.sch.reverse_compute_inline(block)
