@@ -46,6 +46,8 @@ def test_stored_cases_replay_to_the_same_verdict_and_bits(campaign_dir):
     for idx, case_json, _verdict_json, status, digest in rows(campaign_dir):
         if digest is None:
             continue  # no outputs (compile error, rejection)
+        if status != "pass":
+            continue  # a miscompiled kernel may read uninitialised memory: garbage differs
         v = execute(Case.from_json(case_json)).verdict
         assert v.status.value == status, idx
         assert v.digest == digest, f"case #{idx} replayed to different output bits"

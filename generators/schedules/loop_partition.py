@@ -32,8 +32,8 @@ class LoopPartition(Primitive):
         extent = state.extent(loop)
         how = state.draw(st.sampled_from(["two", "three", "sampled"]))
         a = state.draw(st.integers(1, extent - 1))
-        b = state.draw(st.integers(1, extent))
-        if how == "two":
+        b = state.draw(st.integers(1, max(extent - 1 - a, 1)))  # a + b < extent: three pieces
+        if how == "two" or (how == "three" and a + b >= extent):
             factors = state.draw(st.sampled_from([[None, a], [a, None]]))
             return lambda: state.sch.loop_partition(loop, factors=factors)
         if how == "three":
