@@ -113,7 +113,9 @@ class SoftwarePipeline(Primitive):
             if n < 2:
                 raise Refused("software_pipeline: nothing in the loop body to overlap the copy with")
             stages = [0] + [1] * (n - 1)
-            order = [*range(1, n), 0] if copy_last else list(range(n))
+            # copy-last only with two statements: with more, InjectSoftwarePipeline refuses a
+            # dependent pair whose order is reversed (ValueError src_info.order < dst_info.order)
+            order = [1, 0] if copy_last and n == 2 else list(range(n))
             state.sch.annotate(loop, STAGE, stages)
             state.sch.annotate(loop, ORDER, order)
             state.sch.annotate(cache, SCOPE, 0)
