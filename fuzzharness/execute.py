@@ -4,7 +4,10 @@ Stages, in order (each timed, each announced through ``on_stage`` before it star
 process that dies mid-stage can be blamed on the right one):
 
 ``generate``  rebuild the PrimFunc from the workload parameters and the inputs from the seed
-``schedule``  replay the stored trace on a fresh ``s_tir.Schedule``
+``schedule``  replay the stored trace on a fresh ``s_tir.Schedule``; note parameters that
+              ``transform_layout`` re-laid out (the kernel then takes and returns them in
+              the new layout: inputs are laid out before the call, outputs read back
+              through the same map — :mod:`generators.schedules.relayout`)
 ``lower`` / ``codegen`` / ``build``   the backend's compilation steps
 ``run``       execute on poisoned output buffers (nan for floats), so unwritten elements show
 ``verify``    float64 reference + error bound → ratio and status; inputs must be unchanged
@@ -109,6 +112,7 @@ class Execution:
     def run(self) -> Outcome:
         from fuzzharness.backends import backends
         from generators.inputs import make_inputs
+        from generators.schedules import relayout
         from generators.workloads import workloads
         from oracles.compare import judge
         from oracles.program import Numerics
@@ -127,6 +131,7 @@ class Execution:
             with self.stage(Stage.SCHEDULE):
                 sch = replay_trace(func, case.trace)
                 outcome.scheduled = sch.mod
+                layouts = relayout.param_layouts(func, case.trace)
             with self.stage(Stage.LOWER):
                 lowered = backend.lower(sch.mod, case.target, case.pass_config)
             with self.stage(Stage.CODEGEN):
@@ -141,14 +146,20 @@ class Execution:
                 )
                 return outcome
             with self.stage(Stage.RUN):
-                args = [inputs[s.name].copy() for s in specs]
-                args += [poison(o.shape, np.dtype(inputs_dtype(o.dtype))) for o in out_specs]
+                kernel_in = {s.name: relayout.kernel_array(layouts, s.name, inputs[s.name])
+                             for s in specs}
+                args = [kernel_in[s.name].copy() for s in specs]
+                args += [poison(relayout.kernel_shape(layouts, o.name, o.shape),
+                                np.dtype(inputs_dtype(o.dtype))) for o in out_specs]
                 results = backend.run(program, args, len(out_specs))
-                outputs = {o.name: r for o, r in zip(out_specs, results, strict=True)}
+                raw = {o.name: r for o, r in zip(out_specs, results, strict=True)}
+                outputs = {n: relayout.reference_array(layouts, n, r) for n, r in raw.items()}
                 outcome.outputs = outputs
             with self.stage(Stage.VERIFY):
                 clobbered = [s.name for s, a in zip(specs, args, strict=False)
-                             if not np.array_equal(a, inputs[s.name], equal_nan=True)]
+                             if not np.array_equal(a, kernel_in[s.name], equal_nan=True)]
+                unpadded = {n: k for n, r in raw.items()
+                            if (k := relayout.unfilled_padding(layouts, n, r))}
                 expected = workload.reference(case.params, inputs, Numerics(func))
                 if case.oracle.get("mode") == "exact":
                     for e in expected.values():
@@ -167,6 +178,10 @@ class Execution:
             if clobbered and verdict.status in (Status.PASS, Status.INCONCLUSIVE):
                 verdict.status, verdict.stage = Status.WRONG_RESULT, Stage.VERIFY
                 verdict.message = f"the kernel overwrote its input(s) {', '.join(clobbered)}"
+            if unpadded and verdict.status in (Status.PASS, Status.INCONCLUSIVE):
+                verdict.status, verdict.stage = Status.WRONG_RESULT, Stage.VERIFY
+                verdict.message = "transform_layout padding not filled with the pad value: " + \
+                    ", ".join(f"{n} ({k} elements)" for n, k in unpadded.items())
             outcome.verdict = verdict
         except _StageFailed as failed:
             outcome.verdict = failed.verdict

@@ -18,6 +18,9 @@ A TOML file has two optional tables whose keys are the field names below::
     max_reduction = 1024
     exact_fraction = 0.25
     target = { kind = "llvm" }
+    metaschedule_fraction = 0.1   # schedules sampled from MetaSchedule design spaces
+    option_fraction = 0.5         # cases with drawn mcpu / PassContext options
+    known_bug_sites = false       # also propose where TVM is known to fail
 
 Every key is checked: an unknown key, a wrong type or an unknown workload/primitive/dtype
 name is a :class:`SettingsError` (one line, exit code 2 at the CLI).
@@ -80,7 +83,9 @@ class CampaignSettings:
 _CAMPAIGN_TYPES = {"seed": int, "time_budget": (int, float), "max_cases": int, "workers": int,
                    "timeout": (int, float), "memory_mb": int}
 _GEN_TYPES = {"workloads": list, "dtypes": list, "primitives": list, "max_steps": int,
-              "max_reduction": int, "exact_fraction": (int, float), "target": dict}
+              "max_reduction": int, "exact_fraction": (int, float), "target": dict,
+              "metaschedule_fraction": (int, float), "option_fraction": (int, float),
+              "known_bug_sites": bool}
 
 
 def _checked(table: dict[str, Any], types: dict[str, Any], where: str) -> dict[str, Any]:
@@ -88,7 +93,7 @@ def _checked(table: dict[str, Any], types: dict[str, Any], where: str) -> dict[s
     for k, v in table.items():
         if k not in types:
             raise SettingsError(f"{where}: unknown key {k!r} (known: {', '.join(types)})")
-        if not isinstance(v, types[k]) or isinstance(v, bool):
+        if not isinstance(v, types[k]) or (isinstance(v, bool) and types[k] is not bool):
             raise SettingsError(f"{where}: {k} has the wrong type ({type(v).__name__})")
         out[k] = tuple(v) if isinstance(v, list) else v
     return out

@@ -114,9 +114,9 @@ def blame_tvm(exc: BaseException) -> bool:
     Anything else is the harness's own fault.
     """
     tb = exc.__traceback__
-    last = None
+    last = name = None
     while tb is not None:
-        last = tb.tb_frame.f_code.co_filename
+        last, name = tb.tb_frame.f_code.co_filename, tb.tb_frame.f_code.co_name
         tb = tb.tb_next
     if last is None:
         return False
@@ -125,5 +125,7 @@ def blame_tvm(exc: BaseException) -> bool:
         "/tvm/" in norm
         or "/tvm_ffi/" in norm
         or norm.endswith((".cc", ".h", ".pxi", ".cpp"))
+        # C++ frames without debug info: "<unknown>" file, "tvm::..." function
+        or (name or "").startswith("tvm::")
         or type(exc).__module__.startswith(("tvm", "tvm_ffi"))
     )

@@ -1,8 +1,20 @@
 """Case generation: (campaign seed, case index) → :class:`~fuzzharness.case.Case`.
 
 Draw order (stable within a harness version): workload, its parameters, input mode and
-distribution, input seed, then the schedule.  The choice sequence is kept in
-``case.origin["choices"]`` so a minimizer can replay and shrink it with Hypothesis.
+distribution, input seed, the schedule source, the schedule, then the compiler options.
+The choice sequence is kept in ``case.origin["choices"]`` so a minimizer can replay and
+shrink it with Hypothesis.
+
+Schedule sources (``case.schedule["source"]``):
+
+``random``        a random walk over the registered primitives (:mod:`generators.schedules`)
+``metaschedule``  a MetaSchedule design space, re-sampled and post-processed
+                  (:mod:`generators.schedules.metaschedule`); ``metaschedule_fraction`` of
+                  the cases
+
+Compiler options (``case.target`` mcpu/mattr, ``case.pass_config``) vary in
+``option_fraction`` of the cases (:mod:`generators.options`); the rest use the campaign's
+target as given and an empty PassContext configuration.
 """
 
 from __future__ import annotations
@@ -17,6 +29,7 @@ from fuzzharness.tvm_support import trace_to_json
 from generators import draw as draws
 from generators.gpu import gpu_schedule, is_gpu_target
 from generators.inputs import EXACT_DISTRIBUTIONS, distributions
+from generators.options import draw_options
 from generators.schedules import ScheduleOptions, random_schedule
 from generators.workloads import GenOptions, workloads
 
@@ -45,6 +58,9 @@ class GenSettings:
     max_reduction: int = 1024
     exact_fraction: float = 0.25  # share of cases in the exact-integer mode
     target: dict[str, Any] = dataclasses.field(default_factory=lambda: {"kind": "llvm"})
+    metaschedule_fraction: float = 0.1  # share of schedules sampled from MetaSchedule spaces
+    option_fraction: float = 0.5  # share of cases with drawn compiler options
+    known_bug_sites: bool = False  # also propose where TVM is known to fail (see primitives)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -60,9 +76,10 @@ class GenSettings:
     def validate(self) -> GenSettings:
         """Raise UnknownName / ValueError for names and values a user got wrong."""
         from generators.schedules import primitives
+        from generators.schedules.metaschedule import SOURCE
 
         names = workloads.check(self.workloads or [])
-        primitives.check(self.primitives or [])
+        primitives.check([p for p in self.primitives or [] if p != SOURCE])
         if self.dtypes is not None:
             pool = self.workload_names() if names else workloads.names()
             known = {d for w in pool for d in workloads[w].dtype_labels}
@@ -71,6 +88,9 @@ class GenSettings:
                 raise ValueError(f"unknown dtype {bad[0]!r}; known: {', '.join(sorted(known))}")
         if self.max_steps < 0 or self.max_reduction < 1:
             raise ValueError("max_steps must be ≥ 0 and max_reduction ≥ 1")
+        for name in ("exact_fraction", "metaschedule_fraction", "option_fraction"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be between 0 and 1")
         from fuzzharness.backends import backends
 
         if not isinstance(self.target, dict) or "kind" not in self.target:
@@ -118,25 +138,40 @@ def draw_case(data: Any, settings: GenSettings) -> Case:
 
     func = workload.prim_func(params)
     origin: dict[str, Any] = {"dtype": workload.dtype_label(params)}
-    pass_config: dict[str, Any] = {}
     if is_gpu_target(settings.target):
         # GPU schedules are drawn whole, one style per case (generators/gpu/base.py).
         gs = gpu_schedule(func, data, settings.target)
-        sch, source, pass_config = gs.sch, f"gpu:{gs.style}", dict(gs.pass_config)
+        sch, source = gs.sch, f"gpu:{gs.style}"
+        target, pass_config = dict(settings.target), dict(gs.pass_config)
         origin.update(steps=[], gpu_style=gs.style, notes=gs.notes)
     else:
-        sch, steps = random_schedule(
-            func, data, ScheduleOptions(max_steps=settings.max_steps, primitives=settings.primitives)
-        )
-        source = "random"
-        origin["steps"] = [s.to_dict() for s in steps]
-    trace = trace_to_json(sch.trace)
+        source, sch, steps = draw_schedule(func, data, settings)
+        target, pass_config, option_labels, tier = draw_options(
+            data, settings.target, settings.option_fraction)
+        origin.update(steps=[s.to_dict() for s in steps], options=option_labels)
+        if tier is not None:
+            origin["mcpu_tier"] = tier  # what was drawn; target["mcpu"] is what this host runs
     return Case(
         workload={"name": wl_name, "params": params},
         inputs={"distribution": distribution, "seed": input_seed},
-        schedule={"source": source, "trace": trace},
-        target=dict(settings.target),
+        schedule={"source": source, "trace": trace_to_json(sch.trace)},
+        target=target,
         pass_config=pass_config,
         oracle={"mode": oracle},
         origin=origin,
     )
+
+
+def draw_schedule(func, data: Any, settings: GenSettings):
+    """Draw the schedule source, then the schedule; return ``(source, schedule, steps)``."""
+    from generators.schedules.metaschedule import SOURCE, metaschedule_schedule
+
+    # naming primitives without "metaschedule" switches the source off (its draw stays)
+    wanted = settings.primitives is None or SOURCE in settings.primitives
+    if draws.chance(data, settings.metaschedule_fraction) and wanted:
+        sch, steps = metaschedule_schedule(func, data)
+        return SOURCE, sch, steps
+    sch, steps = random_schedule(func, data, ScheduleOptions(
+        max_steps=settings.max_steps, primitives=settings.primitives,
+        known_bug_sites=settings.known_bug_sites))
+    return "random", sch, steps

@@ -67,3 +67,22 @@ def recorded_choices(data: Any) -> list[Any] | None:
         else:  # bytes: not drawn by our generators, but keep the record JSON-clean
             out.append(repr(c))
     return out
+
+
+CHANCE_BITS = 10
+
+
+def chance(data: Any, p: float) -> bool:
+    """True with probability ``p`` (to 1/1024), whatever Hypothesis' biases.
+
+    Hypothesis draws bounded integers and floats with extra weight on small and boundary
+    values (``floats(0, 1) < 0.1`` holds about 23 % of the time, ``integers(0, 999) < 100``
+    about 21 %), which is right for finding edge cases and wrong for a share of cases.
+    Fair booleans are fair, so ten of them make a uniform 10-bit number.  It shrinks
+    towards 0, i.e. towards False: a shrunk case leaves the optional feature off.
+    """
+    from hypothesis import strategies as st
+
+    bits = data.draw(st.lists(st.booleans(), min_size=CHANCE_BITS, max_size=CHANCE_BITS))
+    value = sum(int(b) << i for i, b in enumerate(bits))
+    return value >= round((1.0 - p) * (1 << CHANCE_BITS))

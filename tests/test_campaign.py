@@ -32,6 +32,10 @@ def test_every_case_and_verdict_is_stored(campaign_dir):
     got = rows(campaign_dir)
     assert [r[0] for r in got] == list(range(24))
     for idx, case_json, verdict_json, status, _ in got:
+        if case_json is None:  # TVM raised while the schedule was generated: a finding,
+            verdict = json.loads(verdict_json)  # regenerated from (seed, index) to reproduce
+            assert (verdict["status"], verdict["stage"]) == ("compile_error", "schedule"), verdict
+            continue
         case = Case.from_json(case_json)
         assert case.origin["seed"] == 4 and case.origin["index"] == idx
         assert Verdict.from_dict(json.loads(verdict_json)).status.value == status
@@ -42,6 +46,8 @@ def test_stored_cases_replay_to_the_same_verdict_and_bits(campaign_dir):
     for idx, case_json, _verdict_json, status, digest in rows(campaign_dir):
         if digest is None:
             continue  # no outputs (compile error, rejection)
+        if status != "pass":
+            continue  # a miscompiled kernel may read uninitialised memory: garbage differs
         v = execute(Case.from_json(case_json)).verdict
         assert v.status.value == status, idx
         assert v.digest == digest, f"case #{idx} replayed to different output bits"

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from fuzzharness.engine import coverage
 from fuzzharness.engine.db import ResultsDB
 from fuzzharness.engine.pool import TaskResult, WorkerPool
 from fuzzharness.engine.progress import Progress
@@ -37,6 +38,7 @@ class CampaignSummary:
     counts: dict[str, int]
     findings: list[dict[str, Any]]
     restarts: int
+    coverage: list[tuple] = dataclasses.field(default_factory=list)  # engine/coverage.py rows
 
     @property
     def rate(self) -> float:
@@ -123,6 +125,7 @@ class Campaign:
             self.db.end_session(stored)
         summary = CampaignSummary(self.out, self.seed, stored, self.db.count(),
                                   time.monotonic() - start, dict(counts), findings, pool.restarts)
+        summary.coverage = coverage.store(self.db.conn)
         self.db.close()
         return summary
 
@@ -157,6 +160,8 @@ def format_summary(s: CampaignSummary) -> str:
         for key, n in groups.most_common(10):
             f = first[key]
             lines.append(f"  {n:>5} × {key[0]}@{key[1]} [{f['workload']}] {key[2]}  (e.g. case #{f['idx']})")
+    if s.coverage:
+        lines.append(coverage.format_table(s.coverage))
     lines.append(f"results: {s.out / 'results.sqlite'}")
     lines.append(f"replay one: fuzzharness replay --db {s.out} <case index or id>")
     return "\n".join(lines)

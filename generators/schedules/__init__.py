@@ -1,6 +1,32 @@
 """Schedule generation.  Importing this package registers every primitive module below."""
 
-from generators.schedules import fuse, parallel, reorder, split, unroll, vectorize  # noqa: F401
+from generators.schedules import (  # noqa: F401  (registration)
+    block_iter_order,
+    blockize,
+    buffer_access,
+    cache,
+    compute_location,
+    fuse,
+    fuse_epilogue,
+    inline,
+    layout,
+    loop_partition,
+    merge,
+    padding,
+    parallel,
+    pipeline,
+    pragma,
+    read_write_at,
+    reduction,
+    reindex,
+    reorder,
+    rolling_buffer,
+    split,
+    storage,
+    unit_loop,
+    unroll,
+    vectorize,
+)
 from generators.schedules.base import (
     Primitive,
     ScheduleOptions,

@@ -1,10 +1,14 @@
 """Random schedules: a sequence of primitive proposals against the current loop structure.
 
-Each schedule primitive is one registered :class:`Primitive`.  Its ``propose`` looks at the
-schedule as it is *now* (blocks, loops, extents), draws its arguments through ``data.draw``
-and returns a thunk that applies the primitive — or ``None`` when the schedule offers no site.
-Proposals aim to be accepted, but TVM's ``ScheduleError`` on a proposal is not a failure: the
-step is recorded as rejected, the schedule is restored and generation goes on.
+Each schedule primitive (or small idiom of primitives) is one registered :class:`Primitive`.
+Its ``propose`` looks at the schedule as it is *now* (blocks, loops, extents, buffers — see
+:mod:`generators.schedules.sites`), draws its arguments through ``state.draw`` and returns a
+thunk that applies it, or ``None`` when the schedule offers no site.  Proposals aim to be
+accepted, but TVM's ``ScheduleError`` on a proposal is not a failure: the step is recorded
+as rejected, the schedule is restored and generation goes on.  Any *other* exception TVM
+raises while scheduling propagates: the worker reports it as a ``compile_error`` at stage
+``schedule`` (a TVM primitive should refuse an invalid request with a ScheduleError, never
+crash on it).
 
 Invariants (after Halide's schedule fuzzer):
 
@@ -13,15 +17,22 @@ Invariants (after Halide's schedule fuzzer):
   steps without reshuffling the draws of the steps before it, so a failing case simplifies by
   switching features off;
 * the primitive of every step is drawn from *all* registered primitives, in sorted name order,
-  so registering a primitive changes generation (that is a harness version change) while a
-  campaign filter does not;
+  each repeated ``weight`` times, so registering a primitive or changing a weight changes
+  generation (a harness version change) while a campaign filter does not;
+* a step that is not accepted leaves no trace: the schedule (trace included) is restored from
+  a copy taken before the proposal, so lookups a proposal made do not clutter the stored trace;
 * the result is TVM's own trace; replaying it on the unscheduled function gives a structurally
   equal module (``tests/test_schedules.py``).
+
+Each step records the schedule methods it actually applied (``calls``, read from the trace
+instructions it added), which is what coverage statistics count per TVM primitive.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import re
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -29,62 +40,94 @@ from hypothesis import strategies as st
 
 from fuzzharness.registry import Registry
 from fuzzharness.tvm_support import is_schedule_error
+from generators.schedules.sites import FunctionFacts, analyse
 
 Apply = Callable[[], Any]
+
+#: instruction kinds that only look things up (not counted as applied primitives)
+LOOKUPS = frozenset({"GetSBlock", "GetLoops", "GetChildBlocks", "GetProducers",
+                     "GetConsumers", "GetOutputBlocks"})
 
 
 @dataclasses.dataclass(frozen=True)
 class ScheduleOptions:
     max_steps: int = 8
     primitives: tuple[str, ...] | None = None  # enabled primitives; None: all
+    #: also propose at sites where TVM is known to fail (see each primitive's docstring);
+    #: off by default so that campaigns spend their time on unknown bugs
+    known_bug_sites: bool = False
 
 
 @dataclasses.dataclass
 class Step:
     primitive: str
-    outcome: str  # accepted | rejected | no_site | disabled
+    outcome: str  # accepted | rejected | no_site | disabled | dropped (undone by finalize)
     error: str = ""
+    calls: tuple[str, ...] = ()  # schedule methods applied by an accepted step
 
-    def to_dict(self) -> dict[str, str]:
-        d = {"primitive": self.primitive, "outcome": self.outcome}
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"primitive": self.primitive, "outcome": self.outcome}
         if self.error:
             d["error"] = self.error
+        if self.calls:
+            d["calls"] = list(self.calls)
         return d
+
+
+class Refused(Exception):
+    """A proposal found, while applying, that the site does not fit after all (harness-side
+    refusal): recorded and rolled back exactly like a ScheduleError."""
+
+
+def _refusal(e: BaseException) -> bool:
+    return isinstance(e, Refused) or is_schedule_error(e)
 
 
 class ScheduleState:
     """The schedule being built plus the queries proposals need."""
 
-    def __init__(self, sch, data: Any):
+    def __init__(self, sch, data: Any, options: ScheduleOptions | None = None):
         self.sch = sch
         self.data = data
+        self.options = options or ScheduleOptions()
+        self._facts: FunctionFacts | None = None
 
     def draw(self, strategy):
         return self.data.draw(strategy)
 
-    # -- structure queries (fresh every call: the schedule changes under us) -------------
+    def invalidate(self) -> None:
+        self._facts = None
+
+    # -- structure queries ---------------------------------------------------------------
+    @property
+    def facts(self) -> FunctionFacts:
+        """Blocks and buffers of the function as it is at the start of this step."""
+        if self._facts is None:
+            self._facts = analyse(self.sch.mod["main"])
+        return self._facts
+
     def block_names(self) -> list[str]:
-        from oracles.program import blocks
+        return self.facts.names()
 
-        return sorted(blocks(self.sch.mod["main"]))
+    def pick_name(self, names: list[str]) -> str | None:
+        return self.draw(st.sampled_from(names)) if names else None
 
-    def block_infos(self):
-        from oracles.program import blocks
+    def pick_block(self, pred=None):
+        """A random block RV among those satisfying ``pred(facts)`` (None when there is none)."""
+        name = self.pick_name(self.facts.names(pred))
+        return None if name is None else self.sch.get_sblock(name)
 
-        return blocks(self.sch.mod["main"])
-
-    def pick_block(self):
-        """A random block RV (or None when the function has none)."""
-        names = self.block_names()
-        if not names:
-            return None
-        return self.sch.get_sblock(self.draw(st.sampled_from(names)))
+    def block_facts(self, block):
+        return self.facts.blocks[str(self.sch.get(block).name_hint)]
 
     def loops(self, block) -> list:
         return list(self.sch.get_loops(block))
 
-    def extent(self, loop) -> int:
-        return int(self.sch.get(loop).extent)
+    def extent(self, loop) -> int | None:
+        from tvm import tirx
+
+        e = self.sch.get(loop).extent
+        return int(e.value) if isinstance(e, tirx.IntImm) else None
 
     def loop_kinds(self, block) -> list[str]:
         """Per loop of ``block``: 'R' if it feeds a reduction (or opaque) iter, else 'S'."""
@@ -97,6 +140,36 @@ class ScheduleState:
             "R" if any(self.sch.get(lp).loop_var.same_as(r) for r in reduce_vars) else "S"
             for lp in self.loops(block)
         ]
+
+    def access_iters(self, block, kind: str, index: int) -> list[int]:
+        """Positions of the block iterators that index its ``kind`` ('read'/'write') access."""
+        node = self.sch.get(block)
+        region = (node.reads if kind == "read" else node.writes)[index].region
+        used: list = []
+        for r in region:
+            used += _vars_in(r.min)
+        return [i for i, iv in enumerate(node.iter_vars) if any(iv.var.same_as(v) for v in used)]
+
+    def annotations(self, block_or_loop) -> list[str]:
+        return sorted(str(k) for k in self.sch.get(block_or_loop).annotations)
+
+    # -- applying --------------------------------------------------------------------------
+    def attempt(self, fn: Apply) -> bool:
+        """Apply an optional part of an idiom; on a ScheduleError undo it and return False."""
+        backup = self.sch.copy()
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001
+            if not _refusal(e):
+                raise
+            self._restore(backup)
+            return False
+        return True
+
+    def _restore(self, backup) -> None:
+        # Thunks hold on to ``state.sch``; swap the state *in place* so they stay valid.
+        self.sch = backup
+        self.invalidate()
 
 
 def _block_realize(func, name: str):
@@ -123,12 +196,24 @@ def _vars_in(expr) -> list:
 
 
 class Primitive:
-    """One schedule primitive (or a small idiom of primitives) the generator can propose."""
+    """One schedule primitive (or a small idiom of primitives) the generator can propose.
+
+    ``weight`` is its relative frequency in the step draw.  ``covers`` names the
+    ``s_tir.Schedule`` methods its proposals call (checked against the class by
+    ``tests/test_schedules.py``: every method is generated by some primitive or excused in
+    :mod:`generators.schedules.excused`).
+    """
 
     name: ClassVar[str]
+    weight: ClassVar[int] = 1
+    covers: ClassVar[tuple[str, ...]] = ()
 
     def propose(self, state: ScheduleState) -> Apply | None:
         raise NotImplementedError
+
+    def finalize(self, state: ScheduleState) -> list[Step]:
+        """After the last step: undo what later steps made invalid (no draws allowed)."""
+        return []
 
 
 primitives: Registry[Primitive] = Registry("schedule primitive")
@@ -137,6 +222,11 @@ primitives: Registry[Primitive] = Registry("schedule primitive")
 def register(cls: type[Primitive]) -> type[Primitive]:
     primitives.add(cls.name, cls())
     return cls
+
+
+def menu() -> list[str]:
+    """The step draw: every registered name, sorted, repeated ``weight`` times."""
+    return [n for n, p in primitives.items() for _ in range(p.weight)]
 
 
 def random_schedule(func, data: Any, options: ScheduleOptions):
@@ -148,34 +238,58 @@ def random_schedule(func, data: Any, options: ScheduleOptions):
     from tvm import s_tir
 
     sch = s_tir.Schedule(func, seed=data.draw(st.integers(1, 2**31 - 1)))
-    state = ScheduleState(sch, data)
+    state = ScheduleState(sch, data, options)
     enabled = set(primitives.names() if options.primitives is None else options.primitives)
-    names = primitives.names()
+    choices = menu()
     steps: list[Step] = []
     n = data.draw(st.integers(0, options.max_steps))
     for _ in range(n):
-        name = data.draw(st.sampled_from(names))
-        thunk = primitives[name].propose(state)
-        if thunk is None:
-            steps.append(Step(name, "no_site"))
-            continue
-        if name not in enabled:
-            steps.append(Step(name, "disabled"))
-            continue
+        name = data.draw(st.sampled_from(choices))
+        steps.append(_step(state, name, name in enabled))
+    for _, primitive in primitives.items():
+        state.invalidate()
         backup = state.sch.copy()
-        try:
-            thunk()
-        except Exception as e:  # noqa: BLE001
-            if not is_schedule_error(e):
-                raise
-            state.sch = backup
-            steps.append(Step(name, "rejected", _first_line(e)))
-        else:
-            steps.append(Step(name, "accepted"))
+        repairs = primitive.finalize(state)
+        if not repairs:  # leave no lookups behind
+            state._restore(backup)
+        steps += repairs
     return state.sch, steps
 
 
-def _first_line(e: BaseException) -> str:
+def _step(state: ScheduleState, name: str, enabled: bool) -> Step:
+    state.invalidate()
+    backup = state.sch.copy()
+    before = len(state.sch.trace.insts)
+    try:
+        thunk = primitives[name].propose(state)
+        if thunk is None:
+            state._restore(backup)
+            return Step(name, "no_site")
+        if not enabled:
+            state._restore(backup)
+            return Step(name, "disabled")
+        thunk()
+    except Exception as e:  # noqa: BLE001
+        if not _refusal(e):
+            raise
+        state._restore(backup)
+        return Step(name, "rejected", first_line(e))
+    added = state.sch.trace.insts[before:]
+    calls = tuple(method_name(i.kind.name) for i in added if i.kind.name not in LOOKUPS)
+    return Step(name, "accepted", calls=calls)
+
+
+@functools.cache
+def method_name(kind: str) -> str:
+    """The ``s_tir.Schedule`` method behind a trace instruction kind (``ComputeAt`` → ``compute_at``)."""
+    special = {"RFactor": "rfactor", "ReIndex": "reindex", "UnsafeSetDType": "unsafe_set_dtype",
+               "GetSBlock": "get_sblock"}
+    if kind in special:
+        return special[kind]
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", kind).lower()
+
+
+def first_line(e: BaseException) -> str:
     text = str(e)
     for line in text.splitlines():
         if line.startswith("Error message:"):

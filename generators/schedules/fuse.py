@@ -1,4 +1,4 @@
-"""fuse: consecutive loops of one block into one."""
+"""fuse: consecutive loops of one block into one (same-kind runs preferred: S with S, R with R)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from generators.schedules.base import Primitive, ScheduleState, register
 @register
 class Fuse(Primitive):
     name = "fuse"
+    weight = 3
+    covers = ("fuse",)
 
     def propose(self, state: ScheduleState):
         block = state.pick_block()
@@ -18,7 +20,16 @@ class Fuse(Primitive):
         loops = state.loops(block)
         if len(loops) < 2:
             return None
-        start = state.draw(st.integers(0, len(loops) - 2))
-        count = state.draw(st.integers(2, len(loops) - start))
-        picked = loops[start : start + count]
+        kinds = state.loop_kinds(block)
+        runs = [i for i in range(len(loops) - 1) if kinds[i] == kinds[i + 1]]
+        same_kind = state.draw(st.booleans()) and bool(runs)
+        if same_kind:
+            start = state.draw(st.sampled_from(runs))
+            end = start + 2
+            while end < len(loops) and kinds[end] == kinds[start] and state.draw(st.booleans()):
+                end += 1
+        else:
+            start = state.draw(st.integers(0, len(loops) - 2))
+            end = start + state.draw(st.integers(2, len(loops) - start))
+        picked = loops[start:end]
         return lambda: state.sch.fuse(*picked)

@@ -10,6 +10,8 @@ from generators.schedules.base import Primitive, ScheduleState, register
 @register
 class Parallel(Primitive):
     name = "parallel"
+    weight = 3
+    covers = ("parallel",)
 
     def propose(self, state: ScheduleState):
         block = state.pick_block()

@@ -1,0 +1,140 @@
+"""Coverage statistics of a campaign: what was generated, and how far it got.
+
+Computed from the stored result rows only (so it is right after a resume, and can be
+recomputed from any campaign database), and stored in the campaign database in its own
+table::
+
+    coverage(axis, value, drawn, proposed, accepted, compiled, verdict)
+
+Axes and what the columns count:
+
+``primitive``  generator steps (:mod:`generators.schedules`): ``drawn`` every step that drew
+               it, ``proposed`` steps that found a site and were applied or attempted
+               (accepted, rejected by TVM, or dropped later), ``accepted`` steps TVM accepted;
+               ``compiled`` / ``verdict`` count *cases* with at least one accepted step of it
+               that compiled / reached an oracle verdict
+``call``       ``s_tir.Schedule`` methods applied by accepted steps (a step is often an idiom:
+               ``cache_read`` + ``compute_at``), MetaSchedule's included: ``accepted`` calls,
+               ``compiled`` / ``verdict`` cases
+``workload``, ``dtype``, ``workload/dtype``, ``source`` (random / metaschedule), ``option``
+               (each compiler-option label; ``default`` for cases without any): cases;
+               ``drawn`` = ``proposed`` = generated, ``accepted`` = schedule not rejected
+
+``compiled``: the case got past lowering, code generation and build (its verdict's stage is
+``run``, ``verify`` or ``done``).  ``verdict``: the oracle judged it (pass, inconclusive,
+wrong result, nan/inf, order-preserving divergence).  Cases whose generation itself failed
+(TVM raised while scheduling) have no stored case; they are counted under
+``source = (generation failed)``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import defaultdict
+from collections.abc import Iterable
+
+TABLE = """
+CREATE TABLE IF NOT EXISTS coverage(
+    axis TEXT NOT NULL,
+    value TEXT NOT NULL,
+    drawn INTEGER NOT NULL,
+    proposed INTEGER NOT NULL,
+    accepted INTEGER NOT NULL,
+    compiled INTEGER NOT NULL,
+    verdict INTEGER NOT NULL,
+    PRIMARY KEY (axis, value)
+)
+"""
+COLUMNS = ("drawn", "proposed", "accepted", "compiled", "verdict")
+COMPILED_STAGES = frozenset({"run", "verify", "done"})
+JUDGED = frozenset({"pass", "inconclusive", "wrong_result", "nan_inf",
+                    "order_preserving_divergence"})
+GENERATION_FAILED = "(generation failed)"
+
+Row = tuple[str, str, int, int, int, int, int]
+
+
+def compute(rows: Iterable[tuple[str, str, str | None]]) -> list[Row]:
+    """Coverage rows from ``(status, stage, case_json)`` result rows, sorted by axis, value."""
+    counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
+
+    def add(axis: str, value: str, *deltas: int) -> None:
+        c = counts[(axis, value)]
+        for i, d in enumerate(deltas):
+            c[i] += d
+
+    for status, stage, case_json in rows:
+        if not case_json:
+            add("source", GENERATION_FAILED, 1, 1, 0, 0, 0)
+            continue
+        case = json.loads(case_json)
+        origin = case.get("origin") or {}
+        compiled = int(stage in COMPILED_STAGES)
+        judged = int(status in JUDGED and stage in ("verify", "done"))
+        accepted = int(status != "schedule_rejected")
+        workload = (case.get("workload") or {}).get("name", "?")
+        dtype = str(origin.get("dtype", "?"))
+        per_case = [("workload", workload), ("dtype", dtype), ("workload/dtype", f"{workload}/{dtype}"),
+                    ("source", (case.get("schedule") or {}).get("source", "?"))]
+        per_case += [("option", o) for o in origin.get("options") or ["default"]]
+        for axis, value in per_case:
+            add(axis, value, 1, 1, accepted, compiled, judged)
+        used: set[tuple[str, str]] = set()
+        for step in origin.get("steps") or []:
+            name, outcome = step["primitive"], step["outcome"]
+            add("primitive", name, 1, int(outcome in ("accepted", "rejected", "dropped")),
+                int(outcome == "accepted"), 0, 0)
+            if outcome == "accepted":
+                used.add(("primitive", name))
+                for call in step.get("calls") or []:
+                    add("call", call, 0, 0, 1, 0, 0)
+                    used.add(("call", call))
+        for axis, value in used:
+            add(axis, value, 0, 0, 0, compiled, judged)
+    return sorted((axis, value, *c) for (axis, value), c in counts.items())
+
+
+def store(conn: sqlite3.Connection) -> list[Row]:
+    """Recompute the coverage table of the campaign database behind ``conn``; return it."""
+    rows = compute(conn.execute("SELECT status, stage, case_json FROM results"))
+    with conn:
+        conn.execute(TABLE)
+        conn.execute("DELETE FROM coverage")
+        conn.executemany("INSERT INTO coverage VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    return rows
+
+
+def load(conn: sqlite3.Connection) -> list[Row]:
+    try:
+        return [tuple(r) for r in conn.execute(
+            "SELECT axis, value, drawn, proposed, accepted, compiled, verdict FROM coverage "
+            "ORDER BY axis, value")]
+    except sqlite3.OperationalError:  # a database written before coverage was stored
+        return []
+
+
+def format_table(rows: list[Row], *, calls_per_line: int = 4) -> str:
+    """The coverage section of the campaign summary (plain text)."""
+    by_axis: dict[str, list[Row]] = defaultdict(list)
+    for r in rows:
+        by_axis[r[0]].append(r)
+    lines: list[str] = []
+    if by_axis.get("primitive"):
+        lines.append("coverage: schedule primitives (steps drawn / with a site / accepted; "
+                     "cases compiled / judged)")
+        for _, value, drawn, proposed, accepted, compiled, verdict in by_axis["primitive"]:
+            lines.append(f"  {value:<26} {drawn:>6} {proposed:>6} {accepted:>6} "
+                         f"{compiled:>6} {verdict:>6}")
+    if by_axis.get("call"):
+        lines.append("coverage: s_tir.Schedule methods applied (calls; cases compiled / judged)")
+        cells = [f"{v} {a} ({c}/{j})" for _, v, _, _, a, c, j in by_axis["call"]]
+        for i in range(0, len(cells), calls_per_line):
+            lines.append("  " + ", ".join(cells[i:i + calls_per_line]))
+    for axis in ("workload/dtype", "source", "option"):
+        if by_axis.get(axis):
+            lines.append(f"coverage: {axis} (cases generated / schedule accepted / compiled / judged)")
+            cells = [f"{v} {d}/{a}/{c}/{j}" for _, v, d, _, a, c, j in by_axis[axis]]
+            for i in range(0, len(cells), 3):
+                lines.append("  " + ", ".join(cells[i:i + 3]))
+    return "\n".join(lines)

@@ -1,0 +1,41 @@
+"""compute_inline / reverse_compute_inline: a producer folded into its consumers, or the reverse."""
+
+from __future__ import annotations
+
+from generators.schedules.base import Primitive, ScheduleState, register
+
+
+@register
+class ComputeInline(Primitive):
+    name = "compute_inline"
+    weight = 3
+    covers = ("compute_inline",)
+
+    def propose(self, state: ScheduleState):
+        f = state.facts
+        block = state.pick_block(lambda b: f.writes_intermediate(b) and not b.is_reduction)
+        if block is None:
+            return None
+        return lambda: state.sch.compute_inline(block)
+
+
+@register
+class ReverseComputeInline(Primitive):
+    name = "reverse_compute_inline"
+    weight = 3
+    covers = ("reverse_compute_inline",)
+
+    def propose(self, state: ScheduleState):
+        f = state.facts
+
+        def site(b) -> bool:
+            # TVM inlines a consumer only into a single, complete (non-reduction) producer
+            producers = {p for r in b.reads if r.buffer in f.intermediates
+                         for p in f.producers(r.buffer) if p != b.name}
+            return (not b.is_reduction and len(producers) == 1
+                    and not f.blocks[producers.pop()].is_reduction)
+
+        block = state.pick_block(site)
+        if block is None:
+            return None
+        return lambda: state.sch.reverse_compute_inline(block)

@@ -1,0 +1,62 @@
+"""Coverage statistics: stored in the campaign database, shown in the run summary, and
+consistent with the stored cases."""
+
+import json
+import sqlite3
+from collections import Counter
+
+import pytest
+
+from fuzzharness.engine import coverage
+from tests.conftest import run_cli
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    out = tmp_path_factory.mktemp("coverage") / "run"
+    r = run_cli("run", "--seed", "21", "--max-cases", "16", "--workers", "2", "--out", out,
+                "--no-progress")
+    assert r.returncode in (0, 1), r.stderr
+    return out, r.stdout
+
+
+def table(out, sql):
+    con = sqlite3.connect(out / "results.sqlite")
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_summary_shows_coverage(campaign):
+    _, stdout = campaign
+    for section in ("coverage: schedule primitives", "coverage: s_tir.Schedule methods",
+                    "coverage: workload/dtype", "coverage: option"):
+        assert section in stdout
+
+
+def test_stored_table_is_recomputed_from_the_results(campaign):
+    out, _ = campaign
+    stored = table(out, "SELECT * FROM coverage ORDER BY axis, value")
+    rows = table(out, "SELECT status, stage, case_json FROM results")
+    assert stored == coverage.compute(rows) and stored
+
+
+def test_counts_match_the_cases(campaign):
+    out, _ = campaign
+    rows = table(out, "SELECT status, stage, case_json FROM results")
+    cases = [json.loads(c) for _, _, c in rows if c]
+    cov = {(a, v): (d, p, acc, c, j) for a, v, d, p, acc, c, j in table(out, "SELECT * FROM coverage")}
+    steps = Counter(s["primitive"] for c in cases for s in c["origin"]["steps"]
+                    if s["outcome"] == "accepted")
+    assert steps, "the campaign accepted no schedule step"
+    for name, n in steps.items():
+        assert cov[("primitive", name)][2] == n
+    per_wd = Counter(f"{c['workload']['name']}/{c['origin']['dtype']}" for c in cases)
+    assert {v: cov[("workload/dtype", v)][0] for v in per_wd} == dict(per_wd)
+    judged = sum(1 for s, st, c in rows if c and s == "pass")
+    assert sum(cov[k][4] for k in cov if k[0] == "workload") >= judged
+    for (axis, value), (drawn, proposed, accepted, compiled, verdict) in cov.items():
+        assert verdict <= compiled <= accepted, (axis, value)
+        if axis != "call":  # calls are only counted once applied
+            assert accepted <= proposed <= drawn, (axis, value)

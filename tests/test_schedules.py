@@ -1,0 +1,226 @@
+"""Random schedules: every s_tir.Schedule method is generated or excused, every primitive is
+reachable, and every stored trace replays to a structurally equal module."""
+
+import json
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import strategies as st
+
+import tests.plugins.schedule_workloads  # noqa: F401  (registers the multi-block workloads)
+from fuzzharness.tvm_support import is_schedule_error, replay_trace, structural_equal, trace_to_json
+from generators import draw as draws
+from generators.schedules import ScheduleOptions, primitives, random_schedule
+from generators.schedules.base import Primitive, Refused, method_name
+from generators.schedules.excused import EXCUSED, LOOKUPS, SOURCE_COVERS
+from generators.workloads import GenOptions, workloads
+
+#: single-block defaults plus the two multi-block programs of tests/plugins/schedule_workloads
+WORKLOADS = ("matmul", "row_sum", "test_dense_bias_relu", "test_pad_window_sum")
+#: methods called while proposing but not recorded in traces (reached when their user is)
+UNTRACED = {"can_decompose_padding": "decompose_padding"}
+
+
+def schedule_methods() -> list[str]:
+    """Every public method of tvm.s_tir.Schedule, read from the class."""
+    from tvm import s_tir
+
+    return sorted(n for n in dir(s_tir.Schedule) if not n.startswith("_")
+                  and callable(getattr(s_tir.Schedule, n))
+                  and not isinstance(getattr(s_tir.Schedule, n), type))
+
+
+def generated_methods() -> set[str]:
+    covered = {m for _, p in primitives.items() for m in p.covers} | set(LOOKUPS)
+    for methods in SOURCE_COVERS.values():
+        covered |= set(methods)
+    return covered
+
+
+def test_every_schedule_method_is_generated_or_excused():
+    methods = set(schedule_methods())
+    assert len(methods) > 50, "listing the class failed"
+    generated, excused = generated_methods(), set(EXCUSED)
+    neither = methods - generated - excused
+    assert not neither, f"s_tir.Schedule methods neither generated nor excused: {sorted(neither)}"
+    assert not generated & excused, f"both generated and excused: {sorted(generated & excused)}"
+    stale = (generated | excused) - methods
+    assert not stale, f"named but not on s_tir.Schedule (renamed upstream?): {sorted(stale)}"
+    assert all(len(reason) > 25 for reason in EXCUSED.values()), "give each excuse a reason"
+
+
+def test_trace_instruction_kinds_map_to_methods():
+    from tvm.s_tir.schedule import InstructionKind
+
+    methods = set(schedule_methods())
+    for kind in ("ComputeAt", "RFactor", "ReIndex", "UnsafeSetDType", "GetSBlock",
+                 "SamplePerfectTile", "EnterPostproc", "Split"):
+        InstructionKind.get(kind)  # exists in this TVM
+        assert method_name(kind) in methods, kind
+
+
+def sweep(seeds: int, max_steps: int = 12, options: ScheduleOptions | None = None):
+    """Random schedules of every test workload for fixed seeds: (accepted, calls, kinds)."""
+    accepted, calls, kinds = Counter(), Counter(), set()
+    for wl in WORKLOADS:
+        for i in range(seeds):
+            data = draws.for_case(2026, i, wl)
+            params = workloads[wl].draw_params(data, GenOptions(max_reduction=96))
+            try:
+                sch, steps = random_schedule(workloads[wl].prim_func(params), data,
+                                             options or ScheduleOptions(max_steps=max_steps))
+            except Exception as e:  # noqa: BLE001 - a TVM bug: the worker reports these
+                assert not is_schedule_error(e)
+                continue
+            kinds |= {i.kind.name for i in sch.trace.insts}
+            for s in steps:
+                if s.outcome == "accepted":
+                    accepted[s.primitive] += 1
+                    calls.update(s.calls)
+    return accepted, calls, kinds
+
+
+@pytest.fixture(scope="module")
+def swept():
+    return sweep(seeds=60)
+
+
+def test_every_primitive_is_accepted(swept):
+    accepted, _, _ = swept
+    missing = [n for n in primitives.names() if accepted[n] == 0]
+    assert not missing, f"never accepted in the sweep: {missing}; counts: {dict(accepted)}"
+
+
+def test_every_covered_method_is_applied(swept):
+    _, calls, kinds = swept
+    applied = set(calls) | {method_name(k) for k in kinds}
+    claimed = {m for _, p in primitives.items() for m in p.covers} | set(LOOKUPS)
+    for m, user in UNTRACED.items():
+        claimed.discard(m)
+        assert user in applied
+    missing = sorted(claimed - applied)
+    assert not missing, f"claimed in `covers` but never applied: {missing}"
+
+
+def test_disabled_primitives_are_never_applied():
+    only = ("split", "reorder", "cache_read")
+    accepted, calls, _ = sweep(seeds=8, options=ScheduleOptions(max_steps=12, primitives=only))
+    assert set(accepted) <= set(only) and accepted
+    assert set(calls) <= {"split", "sample_perfect_tile", "reorder", "cache_read", "compute_at",
+                          "sample_compute_location"}
+
+
+@settings(max_examples=30, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(st.data())
+def test_stored_trace_replays_to_a_structurally_equal_module(data):
+    wl = data.draw(st.sampled_from(WORKLOADS))
+    params = workloads[wl].draw_params(data, GenOptions(max_reduction=64))
+    func = workloads[wl].prim_func(params)
+    try:
+        sch, _ = random_schedule(func, data, ScheduleOptions(max_steps=10))
+    except Exception as e:  # noqa: BLE001 - TVM crashing while scheduling is a finding of its own
+        assert not is_schedule_error(e)
+        reject()
+    stored = json.loads(json.dumps(trace_to_json(sch.trace)))  # what the database holds
+    assert structural_equal(replay_trace(func, stored).mod, sch.mod)
+
+
+def test_non_schedule_errors_propagate_and_are_findings():
+    """A TVM exception other than ScheduleError while scheduling reaches the worker, which
+    reports compile_error at stage schedule (cache_index on a block without index
+    computation: a known TVM bug, InternalError 'An empty SeqStmt is prohibited')."""
+    from fuzzharness.engine.tasks import _generation_failure
+    from fuzzharness.verdict import Stage, Status
+
+    class CrashingCacheIndex(Primitive):
+        name = "zz_crashing_cache_index"
+        covers = ("cache_index",)
+
+        def propose(self, state):
+            block = state.pick_block()
+            return lambda: state.sch.cache_index(block, "global", 0)
+
+    func = workloads["matmul"].prim_func({"M": 4, "N": 4, "K": 4, "dtype": "float32"})
+    primitives.add(CrashingCacheIndex.name, CrashingCacheIndex())
+    try:
+        with pytest.raises(Exception) as info:
+            for i in range(50):  # until the crashing primitive is drawn
+                random_schedule(func, draws.for_case(1, i, "crash"), ScheduleOptions(
+                    max_steps=8, primitives=(CrashingCacheIndex.name,)))
+    finally:
+        del primitives._items[CrashingCacheIndex.name]
+    assert not is_schedule_error(info.value)
+    verdict = _generation_failure(info.value)
+    assert (verdict.status, verdict.stage) == (Status.COMPILE_ERROR, Stage.SCHEDULE)
+
+
+def test_refusals_roll_the_schedule_back():
+    class Refuses(Primitive):
+        name = "zz_refuses"
+
+        def propose(self, state):
+            block = state.pick_block()
+
+            def apply():
+                state.sch.split(state.loops(block)[0], factors=[None, 2])
+                raise Refused("changed my mind")
+
+            return apply
+
+    func = workloads["matmul"].prim_func({"M": 4, "N": 4, "K": 4, "dtype": "float32"})
+    primitives.add(Refuses.name, Refuses())
+    try:
+        for i in range(40):
+            sch, steps = random_schedule(func, draws.for_case(3, i, "refuse"),
+                                         ScheduleOptions(max_steps=4, primitives=(Refuses.name,)))
+            if any(s.primitive == Refuses.name for s in steps):
+                break
+    finally:
+        del primitives._items[Refuses.name]
+    assert {s.outcome for s in steps if s.primitive == Refuses.name} == {"rejected"}
+    assert not sch.trace.insts, "a rolled-back step left instructions in the trace"
+
+
+def test_both_sources_replay_equal_with_their_sampling_decisions():
+    """Random and MetaSchedule schedules, fixed seeds: the stored trace (JSON, through
+    json.dumps/loads like the database) replays to the very module generation built —
+    sampling instructions included, which only works if their decisions are stored."""
+    from generators.cases import GenSettings, draw_schedule
+
+    settings = GenSettings(metaschedule_fraction=0.5, max_steps=10)
+    sampled = Counter()
+    for i in range(24):
+        wl = WORKLOADS[i % len(WORKLOADS)]
+        data = draws.for_case(7, i, "replay")
+        func = workloads[wl].prim_func(workloads[wl].draw_params(data, GenOptions(max_reduction=64)))
+        try:
+            source, sch, _ = draw_schedule(func, data, settings)
+        except Exception as e:  # noqa: BLE001 - a TVM bug while scheduling
+            assert not is_schedule_error(e)
+            continue
+        stored = json.loads(json.dumps(trace_to_json(sch.trace)))
+        assert structural_equal(replay_trace(func, stored).mod, sch.mod), (wl, i, source)
+        if any(inst.kind.name.startswith("Sample") for inst in sch.trace.insts):
+            sampled[source] += 1
+    assert sampled["metaschedule"] >= 3 and sampled["random"] >= 1, sampled
+
+
+def test_metaschedule_cases_are_postprocessed_and_pass():
+    from fuzzharness.execute import execute
+    from fuzzharness.verdict import Status
+    from generators.cases import GenSettings, generate_case
+
+    ms = GenSettings(metaschedule_fraction=1.0, option_fraction=0.0,
+                     workloads=("matmul", "test_dense_bias_relu"))
+    for i in range(3):
+        case = generate_case(31, i, ms)
+        assert case.schedule["source"] == "metaschedule"
+        (step,) = case.origin["steps"]
+        assert step["outcome"] == "accepted" and "enter_postproc" in step["calls"]
+        v = execute(case).verdict
+        assert v.status is Status.PASS, v.line()
+    # naming primitives without "metaschedule" switches the source off
+    off = generate_case(31, 0, GenSettings(metaschedule_fraction=1.0, primitives=("split",)))
+    assert off.schedule["source"] == "random"
