@@ -140,8 +140,8 @@ def test_known_bugs_file_makes_them_known(chaos_campaign, tmp_path):
         for symptom in ("crash", "timeout")))
     r = run_cli("run", "--resume", out, "--known-bugs", known, "--no-progress", env=chaos_env())
     assert r.returncode == 0, (r.stdout, r.stderr)
-    assert "0 new" in r.stdout and "NEW" not in r.stdout
-    assert "known bug chaos-crash" in r.stdout
+    assert "0 new buckets, 2 known bugs" in r.stdout and "NEW" not in r.stdout
+    assert "× chaos-crash (not yet reported): deliberate crash" in r.stdout
     # without it the same findings are new again
     r = run_cli("run", "--resume", out, "--no-progress", env=chaos_env())
     assert r.returncode == 1

@@ -244,19 +244,24 @@ def format_summary(s: CampaignSummary, *, limit: int = 15) -> str:
     if findings:
         new = s.new_buckets
         n_cases = sum(b.count for b in findings)
-        lines.append(f"failures in the campaign: {n_cases} cases in {len(findings)} buckets — "
-                     f"{len(new)} new, {len(findings) - len(new)} known")
-        ranked = sorted(findings, key=lambda b: (not b.is_new, -b.count, b.example_idx))
-        for b in ranked[:limit]:
-            tag = "NEW  " if b.is_new else "known"
-            lines.append(f"  {tag} {b.count:>5} × {b.title}")
-            seen = "; ".join(x for x in (",".join(b.workloads), ",".join(b.dtypes)) if x)
-            extra = f"first: case #{b.example_idx}" + (f"; seen with {seen}" if seen else "")
+        by_bug: dict[str, list[BucketReport]] = {}
+        for b in findings:
             if b.known is not None:
-                extra += f"; known bug {b.known.label()}"
-            lines.append(f"        {extra}")
-        if len(ranked) > limit:
-            lines.append(f"  ... {len(ranked) - limit} more buckets (see the buckets table)")
+                by_bug.setdefault(b.known.id, []).append(b)
+        lines.append(f"failures in the campaign: {n_cases} cases in {len(findings)} buckets — "
+                     f"{len(new)} new buckets, {len(by_bug)} known bugs")
+        for b in sorted(new, key=lambda b: (-b.count, b.example_idx))[:limit]:
+            seen = "; ".join(x for x in (",".join(b.workloads), ",".join(b.dtypes)) if x)
+            lines.append(f"  NEW   {b.count:>5} × {b.title}")
+            lines.append(f"        first: case #{b.example_idx}" + (f"; seen with {seen}" if seen else ""))
+        if len(new) > limit:
+            lines.append(f"  ... {len(new) - limit} more new buckets (see the buckets table)")
+        for group in sorted(by_bug.values(), key=lambda g: -sum(b.count for b in g)):
+            bug = group[0].known
+            first = min(b.example_idx for b in group)
+            lines.append(f"  known {sum(b.count for b in group):>5} × {bug.id} ({bug.link or bug.status}): "
+                         f"{bug.title}")
+            lines.append(f"        {len(group)} bucket{'s' if len(group) > 1 else ''}; first: case #{first}")
     harness = s.harness_errors
     if harness:
         lines.append(f"harness errors (bugs in fuzzharness, not in TVM): "
