@@ -70,6 +70,7 @@ class CampaignSummary:
     restarts: int
     buckets: list[BucketReport]  # the whole campaign
     known_source: str = ""
+    recycled: int = 0
 
     @property
     def rate(self) -> float:
@@ -211,7 +212,7 @@ class Campaign:
         summary = CampaignSummary(
             self.out, self.seed, stored, self.db.count(), time.monotonic() - start, dict(counts),
             executor.restarts if executor is not None else 0, self._bucket_reports(tvm_version),
-            self.known.source)
+            self.known.source, executor.recycled if executor is not None else 0)
         self.db.close()
         return summary
 
@@ -235,7 +236,8 @@ class Campaign:
 def format_summary(s: CampaignSummary, *, limit: int = 15) -> str:
     lines = [
         f"campaign seed {s.seed}: {s.cases} cases in {s.elapsed:.1f} s "
-        f"({s.rate:.1f} cases/s), {s.total} in the database, {s.restarts} worker restarts",
+        f"({s.rate:.1f} cases/s), {s.total} in the database, {s.restarts} worker restarts"
+        + (f", {s.recycled} workers recycled near their memory limit" if s.recycled else ""),
     ]
     order = [st.value for st in Status]
     for status in sorted(s.counts, key=order.index):

@@ -68,6 +68,8 @@ class ExecutorConfig:
 class Executor(abc.ABC):
     #: worker processes replaced after a crash, a timeout or a memory kill
     restarts: int = 0
+    #: worker processes replaced because they retired themselves (memory high-water mark)
+    recycled: int = 0
 
     @abc.abstractmethod
     def run(
