@@ -46,7 +46,6 @@ import hashlib
 import json
 import re
 import tomllib
-from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -384,8 +383,3 @@ def _parse_bug(entry: Any, where: str, seen: set[str]) -> KnownBug:
         if key in match and not isinstance(match[key], str):
             raise KnownBugsError(f"{where}: match.{key} must be a string")
     return KnownBug(bid, entry["title"], link, str(status), dict(match), str(entry.get("notes", "")))
-
-
-def group_known(signatures: Iterable[Signature], known: KnownBugs) -> dict[str, KnownBug | None]:
-    """bucket key → the known bug it matches (None: new)."""
-    return {s.key: known.match(s) for s in signatures}

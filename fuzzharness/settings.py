@@ -31,11 +31,11 @@ how it runs, not *what* it generates) may be changed on resume.
 from __future__ import annotations
 
 import dataclasses
-import os
 import tomllib
 from pathlib import Path
 from typing import Any
 
+from fuzzharness.engine.executor import default_workers
 from generators.cases import GenSettings
 
 DEFAULT_TIME_BUDGET = 120.0
@@ -56,7 +56,7 @@ class CampaignSettings:
     seed: int | None = None  # None: drawn at start and printed
     time_budget: float = DEFAULT_TIME_BUDGET
     max_cases: int = 0
-    workers: int = dataclasses.field(default_factory=lambda: max(1, os.cpu_count() or 1))
+    workers: int = dataclasses.field(default_factory=default_workers)
     timeout: float = 30.0
     memory_mb: int = 4096
     executor: str = "local"

@@ -108,4 +108,7 @@ def make_executor(name: str, config: ExecutorConfig) -> Executor:
 
 
 def default_workers() -> int:
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+    """One worker per CPU this process may run on (affinity and cgroup cpusets respected)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
