@@ -172,7 +172,8 @@ class Campaign:
     def run(self) -> CampaignSummary:
         s = self.settings
         budget = s.time_budget - (self.db.elapsed_before() if self.resume else 0.0) if s.time_budget else 0.0
-        todo = max(0, s.max_cases - len(self.db.done_indices())) if s.max_cases else None
+        done = self.db.done_indices()
+        todo = sum(1 for i in range(s.max_cases) if i not in done) if s.max_cases else None
         nothing_left = (s.time_budget and budget <= 0) or todo == 0
         self.db.start_session(self.argv)
         start = time.monotonic()
