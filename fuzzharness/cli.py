@@ -31,12 +31,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def user_errors() -> tuple[type[BaseException], ...]:
     """Exception types that mean "the user asked for something wrong"."""
+    from fuzzharness.buckets import KnownBugsError
     from fuzzharness.case import CaseFormatError
     from fuzzharness.engine.db import DatabaseError
     from fuzzharness.registry import UnknownName
     from fuzzharness.settings import SettingsError
 
-    return (UsageError, CaseFormatError, DatabaseError, UnknownName, SettingsError)
+    return (UsageError, CaseFormatError, DatabaseError, UnknownName, SettingsError,
+            KnownBugsError)
 
 
 def main(argv: list[str] | None = None) -> int:

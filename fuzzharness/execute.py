@@ -12,11 +12,19 @@ process that dies mid-stage can be blamed on the right one):
 ``run``       execute on poisoned output buffers (nan for floats), so unwritten elements show
 ``verify``    float64 reference + error bound → ratio and status; inputs must be unchanged
 
-Classification of exceptions: ``ScheduleError`` while replaying → ``schedule_rejected``;
+Classification of exceptions: an allocation failure (``MemoryError``, TVM's
+``std::bad_alloc``) → ``crash`` of kind ``out_of_memory`` in a TVM stage, ``harness_error`` in
+``generate``/``verify`` (see :func:`out_of_memory_verdict`);
+``ScheduleError`` while replaying → ``schedule_rejected``;
 any other exception raised inside TVM → ``compile_error`` (schedule..build) or ``crash``
 (run: an exception escaping the generated code); exceptions raised by harness code →
 ``harness_error``, never blamed on TVM.  Build errors that TVM documents as refusals of an
 invalid schedule (see :mod:`fuzzharness.rejections`) are ``schedule_rejected``.
+
+For bucketing (:mod:`fuzzharness.buckets`) a verdict carries, where it applies,
+``details["site"]`` — where inside TVM the exception was thrown (C++ file and function, no
+line numbers) — and, for wrong answers, ``details["facts"]`` about the scheduled loop nest
+(:mod:`fuzzharness.triage`).
 """
 
 from __future__ import annotations
@@ -33,6 +41,8 @@ import numpy as np
 
 from fuzzharness import rejections
 from fuzzharness.case import Case
+from fuzzharness.engine.outcomes import is_out_of_memory_text
+from fuzzharness.triage import schedule_facts, throw_site
 from fuzzharness.tvm_support import blame_tvm, is_schedule_error, replay_trace
 from fuzzharness.verdict import Stage, Status, Verdict
 
@@ -92,11 +102,18 @@ class Execution:
 
     def _classify(self, stage: Stage, e: Exception) -> Verdict:
         message = f"{type(e).__name__}: {e}"
+        tvm_raised = blame_tvm(e)
+        if isinstance(e, MemoryError) or (tvm_raised and is_out_of_memory_text(str(e))):
+            v = out_of_memory_verdict(stage, e)
+            v.timings = self.timings
+            return v
         details: dict[str, Any] = {"exception": type(e).__name__}
         # Backends attach what failed (device source, compiler log) as plain data.
         details.update(getattr(e, "fuzz_details", None) or {})
-        blamed = blame_tvm(e) or getattr(e, "blame_tvm", False)  # e.g. nvcc refusing TVM's code
-        if stage in (Stage.GENERATE, Stage.VERIFY) or not blamed:
+        tvm_raised = tvm_raised or getattr(e, "blame_tvm", False)  # e.g. nvcc refusing TVM's code
+        if tvm_raised and (site := throw_site(e)):
+            details["site"] = site
+        if stage in (Stage.GENERATE, Stage.VERIFY) or not tvm_raised:
             details["traceback"] = traceback.format_exc(limit=-8)
             status = Status.HARNESS_ERROR
         elif stage is Stage.SCHEDULE and is_schedule_error(e):
@@ -182,10 +199,31 @@ class Execution:
                 verdict.status, verdict.stage = Status.WRONG_RESULT, Stage.VERIFY
                 verdict.message = "transform_layout padding not filled with the pad value: " + \
                     ", ".join(f"{n} ({k} elements)" for n, k in unpadded.items())
+            if verdict.status in FACT_STATUSES and outcome.scheduled is not None:
+                verdict.details["facts"] = schedule_facts(outcome.scheduled)
             outcome.verdict = verdict
         except _StageFailed as failed:
             outcome.verdict = failed.verdict
         return outcome
+
+
+#: wrong answers carry no error text; facts about the schedule tell their buckets apart
+FACT_STATUSES = frozenset({Status.WRONG_RESULT, Status.NAN_INF,
+                           Status.ORDER_PRESERVING_DIVERGENCE})
+
+
+def out_of_memory_verdict(stage: Stage, e: BaseException) -> Verdict:
+    """An allocation failed under the worker's memory limit.
+
+    In a TVM stage (schedule … run) that is a ``crash`` of kind ``out_of_memory`` — whichever
+    allocation hit the limit, the stage running is the one that consumed the memory.  In
+    ``generate`` and ``verify`` (harness code: inputs, float64 references) it is a
+    ``harness_error``: the harness asked for too much, TVM is not to blame.
+    """
+    status = Status.HARNESS_ERROR if stage in (Stage.GENERATE, Stage.VERIFY) else Status.CRASH
+    return Verdict(status, stage, message=f"out of memory in stage {stage.value}: "
+                   f"{type(e).__name__}: {str(e)[:200]}",
+                   details={"kind": "out_of_memory", "exception": type(e).__name__})
 
 
 def inputs_dtype(dtype: str):

@@ -8,7 +8,9 @@ A TOML file has two optional tables whose keys are the field names below::
     max_cases = 0            # 0 = no limit
     workers = 2
     timeout = 30             # seconds per case
-    memory_mb = 4096         # address-space cap per worker; 0 = none
+    memory_mb = 4096         # data-memory cap per worker (RLIMIT_DATA); 0 = none
+    executor = "local"       # where cases run (fuzzharness.engine.executor registry)
+    known_bugs = ""          # known-bugs file; "" = the packaged fuzzharness/known_bugs.toml
 
     [generation]
     workloads = ["matmul"]   # default: all
@@ -22,21 +24,30 @@ A TOML file has two optional tables whose keys are the field names below::
     option_fraction = 0.5         # cases with drawn mcpu / PassContext options
     known_bug_sites = false       # also propose where TVM is known to fail
 
-Every key is checked: an unknown key, a wrong type or an unknown workload/primitive/dtype
-name is a :class:`SettingsError` (one line, exit code 2 at the CLI).
+Every key is checked: an unknown key, a wrong type or an unknown workload/primitive/dtype/
+target/executor name is a :class:`SettingsError` (one line, exit code 2 at the CLI).
+
+A resumed campaign keeps its stored settings; only :data:`RESUMABLE` ones (how long and
+how it runs, not *what* it generates) may be changed on resume.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 import tomllib
 from pathlib import Path
 from typing import Any
 
+from fuzzharness.engine.executor import default_workers
 from generators.cases import GenSettings
 
 DEFAULT_TIME_BUDGET = 120.0
+#: A worker's VmData after importing TVM and compiling 120 cases was 243 MB (2-core CI machine,
+#: TVM 0.27); below this cap the worker cannot even start.
+MIN_MEMORY_MB = 512
+#: settings a resumed campaign may change: when to stop, how cases run, how they are reported
+RESUMABLE = frozenset({"time_budget", "max_cases", "workers", "timeout", "memory_mb",
+                       "executor", "known_bugs"})
 
 
 class SettingsError(ValueError):
@@ -48,9 +59,11 @@ class CampaignSettings:
     seed: int | None = None  # None: drawn at start and printed
     time_budget: float = DEFAULT_TIME_BUDGET
     max_cases: int = 0
-    workers: int = dataclasses.field(default_factory=lambda: max(1, os.cpu_count() or 1))
+    workers: int = dataclasses.field(default_factory=default_workers)
     timeout: float = 30.0
     memory_mb: int = 4096
+    executor: str = "local"
+    known_bugs: str = ""  # "" = the packaged file
     generation: GenSettings = dataclasses.field(default_factory=GenSettings)
 
     def to_dict(self) -> dict[str, Any]:
@@ -73,15 +86,37 @@ class CampaignSettings:
             raise SettingsError("workers must be ≥ 1")
         if self.timeout <= 0:
             raise SettingsError("timeout must be > 0")
+        if self.memory_mb < 0 or 0 < self.memory_mb < MIN_MEMORY_MB:
+            raise SettingsError(f"memory_mb must be 0 (no limit) or ≥ {MIN_MEMORY_MB} "
+                                "(a worker needs ~300 MB to import TVM and compile)")
+        import fuzzharness.engine.pool  # noqa: F401  (registers "local")
+        from fuzzharness.engine.executor import executors
+
         try:
+            executors[self.executor]
             self.generation.validate()
         except (KeyError, ValueError) as e:
             raise SettingsError(str(e)) from None
+        self._validate_target()
         return self
+
+    def _validate_target(self) -> None:
+        from fuzzharness.backends import backends
+
+        target = self.generation.target
+        if not isinstance(target, dict) or not isinstance(target.get("kind"), str):
+            raise SettingsError("target must be a table with a 'kind', e.g. { kind = \"llvm\" }")
+        try:
+            backend = backends[target["kind"]]
+        except KeyError as e:
+            raise SettingsError(str(e)) from None
+        why = backend.unavailable(target)
+        if why:
+            raise SettingsError(f"target {target['kind']!r} cannot run here: {why}")
 
 
 _CAMPAIGN_TYPES = {"seed": int, "time_budget": (int, float), "max_cases": int, "workers": int,
-                   "timeout": (int, float), "memory_mb": int}
+                   "timeout": (int, float), "memory_mb": int, "executor": str, "known_bugs": str}
 _GEN_TYPES = {"workloads": list, "dtypes": list, "primitives": list, "max_steps": int,
               "max_reduction": int, "exact_fraction": (int, float), "target": dict,
               "metaschedule_fraction": (int, float), "option_fraction": (int, float),
@@ -99,7 +134,8 @@ def _checked(table: dict[str, Any], types: dict[str, Any], where: str) -> dict[s
     return out
 
 
-def load_toml(path: str | Path, base: CampaignSettings | None = None) -> CampaignSettings:
+def read_toml(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The checked ``[campaign]`` and ``[generation]`` tables of a settings file."""
     try:
         with open(path, "rb") as f:
             doc = tomllib.load(f)
@@ -110,8 +146,18 @@ def load_toml(path: str | Path, base: CampaignSettings | None = None) -> Campaig
     unknown = set(doc) - {"campaign", "generation"}
     if unknown:
         raise SettingsError(f"{path}: unknown table(s) {', '.join(sorted(unknown))} (known: campaign, generation)")
-    s = base or CampaignSettings()
+    for table in ("campaign", "generation"):
+        if not isinstance(doc.get(table, {}), dict):
+            raise SettingsError(f"{path}: [{table}] must be a table")
     camp = _checked(doc.get("campaign", {}), _CAMPAIGN_TYPES, f"{path} [campaign]")
     gen = _checked(doc.get("generation", {}), _GEN_TYPES, f"{path} [generation]")
+    if "known_bugs" in camp and camp["known_bugs"]:  # relative to the settings file
+        camp["known_bugs"] = str((Path(path).parent / camp["known_bugs"]).resolve())
+    return camp, gen
+
+
+def load_toml(path: str | Path, base: CampaignSettings | None = None) -> CampaignSettings:
+    camp, gen = read_toml(path)
+    s = base or CampaignSettings()
     s = dataclasses.replace(s, **camp)
     return dataclasses.replace(s, generation=dataclasses.replace(s.generation, **gen))

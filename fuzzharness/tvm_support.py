@@ -18,10 +18,17 @@ def tvm():
     return _tvm
 
 
+@functools.lru_cache(maxsize=128)
 def parse_prim_func(source: str):
     """Parse TVMScript text (a single ``@T.prim_func(s_tir=True)`` definition) to a PrimFunc.
 
     TVMScript rejects ``from ... import`` inside the parsed text; ``T`` is supplied here.
+
+    Cached by source text: parsing costs ~9 ms, about 10% of a case, and a worker needs the
+    same function twice per case (once to generate the random schedule, once to replay the
+    stored trace onto it).  Sharing is safe because TVM IR is immutable: scheduling
+    copies on write and never changes the PrimFunc it started from (checked by
+    ``tests/test_engine_throughput.py``).
     """
     import tvm as _tvm
     from tvm.script import tirx as T
@@ -64,7 +71,9 @@ def replay_trace(func, trace_json: Any, *, seed: int = 1):
         if '"Tensorize"' in text:
             # Tensor intrinsics (wmma, mma...) are registered by name on import (≈10 s, once
             # per process); a trace that tensorizes names them.
-            import tvm.s_tir.tensor_intrin  # noqa: F401
+            from fuzzharness import warmup
+
+            warmup.tensor_intrinsics()  # wmma/mma intrinsics are registered by name
         # The JSON went through json.dumps/loads; TVM wants its own containers back.
         s_tir.Trace.apply_json_to_schedule(json.loads(text), sch)
     return sch

@@ -1,19 +1,27 @@
 """Run a fuzz campaign: generate cases from a seed, build and run them with TVM in worker
 processes, judge them against float64 references, and store every case and verdict in
-DIR/results.sqlite.
+DIR/results.sqlite.  Failures are grouped into buckets and matched against a known-bugs file.
 
 Settings come from the embedded defaults, then --config FILE (TOML), then flags.
-Exit status: 0 no findings, 1 findings, 2 usage/configuration error.
+--resume DIR continues a stored campaign with its stored settings; only the stopping rule,
+workers, timeout, memory, executor and known-bugs file may be changed then.
+
+Exit status: 0 no new failures (every TVM finding is a known bug), 1 new failures,
+2 usage/configuration error.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
 import sys
 from pathlib import Path
 
 HELP = "run a fuzz campaign"
+
+_GENERATION_FLAGS = ("workloads", "dtypes", "primitives", "max_steps", "target", "seed",
+                     "config")
 
 
 def add_arguments(p) -> None:
@@ -24,7 +32,10 @@ def add_arguments(p) -> None:
     p.add_argument("--workers", type=int, metavar="N", help="worker processes (default: CPU count)")
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="per-case timeout (default 30)")
     p.add_argument("--memory-mb", type=int, metavar="MB",
-                   help="address-space limit per worker (default 4096; 0 = none)")
+                   help="data-memory limit per worker (default 4096; 0 = none)")
+    p.add_argument("--executor", metavar="NAME", help="where cases run (default: local)")
+    p.add_argument("--known-bugs", type=Path, metavar="FILE",
+                   help="known-bugs TOML file (default: the packaged fuzzharness/known_bugs.toml)")
     p.add_argument("--out", type=Path, metavar="DIR",
                    help="campaign directory (default: fuzz-runs/<timestamp>-seed<seed>)")
     p.add_argument("--resume", type=Path, metavar="DIR",
@@ -34,9 +45,10 @@ def add_arguments(p) -> None:
     p.add_argument("--dtypes", help="comma-separated dtype labels (default: all)")
     p.add_argument("--primitives", help="comma-separated schedule primitives (default: all)")
     p.add_argument("--max-steps", type=int, metavar="N", help="max schedule steps per case")
-    p.add_argument("--target", metavar="NAME",
+    p.add_argument("--target", metavar="NAME|JSON",
                    help="target preset: llvm (default), cuda (nvcc compile; runs on a GPU host), "
-                        "opencl or adreno (run by pyopencl on an OpenCL CPU runtime)")
+                        "opencl or adreno (run by pyopencl on an OpenCL CPU runtime); "
+                        "or a JSON target dict")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
 
 
@@ -46,26 +58,54 @@ def _csv(text: str | None) -> tuple[str, ...] | None:
     return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
-def _target(name: str | None) -> dict | None:
-    from fuzzharness.settings import SettingsError
+def _target(text: str | None) -> dict | None:
+    """A preset name (generators.cases.TARGET_PRESETS) or a JSON target dict."""
+    from fuzzharness.errors import UsageError
     from generators.cases import TARGET_PRESETS
 
-    if name is None:
+    if text is None:
         return None
-    if name not in TARGET_PRESETS:
-        raise SettingsError(f"unknown target {name!r}; known: {', '.join(TARGET_PRESETS)}")
-    return dict(TARGET_PRESETS[name])
+    if text.lstrip().startswith("{"):
+        try:
+            target = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise UsageError(f"--target: not valid JSON ({e})") from None
+        if not isinstance(target, dict):
+            raise UsageError("--target: a JSON target must be an object")
+        return target
+    from fuzzharness.backends import backends
+
+    name = text.strip()
+    if name in TARGET_PRESETS:
+        return dict(TARGET_PRESETS[name])
+    if name in backends:
+        return {"kind": name}
+    raise UsageError(f"unknown target {name!r}; known: {', '.join(TARGET_PRESETS)}, "
+                     "another registered backend kind, or a JSON target dict")
+
+
+def _run_overrides(args) -> dict:
+    """Flags about how long and how the campaign runs (allowed on resume)."""
+    over = {"time_budget": args.time_budget, "max_cases": args.max_cases,
+            "workers": args.workers, "timeout": args.timeout, "memory_mb": args.memory_mb,
+            "executor": args.executor,
+            "known_bugs": str(args.known_bugs.resolve()) if args.known_bugs else None}
+    return {k: v for k, v in over.items() if v is not None}
 
 
 def settings_from_args(args):
-    from fuzzharness.settings import CampaignSettings, load_toml
+    from fuzzharness.settings import CampaignSettings, read_toml
 
-    s = load_toml(args.config) if args.config else CampaignSettings()
-    over = {k: v for k, v in {
-        "seed": args.seed, "time_budget": args.time_budget, "max_cases": args.max_cases,
-        "workers": args.workers, "timeout": args.timeout, "memory_mb": args.memory_mb,
-    }.items() if v is not None}
-    if args.max_cases and args.time_budget is None and not (args.config and "time_budget" in open(args.config).read()):
+    s, toml_keys = CampaignSettings(), set()
+    if args.config:
+        camp, gen = read_toml(args.config)
+        toml_keys = set(camp)
+        s = dataclasses.replace(s, **camp)
+        s = dataclasses.replace(s, generation=dataclasses.replace(s.generation, **gen))
+    over = _run_overrides(args)
+    if args.seed is not None:
+        over["seed"] = args.seed
+    if args.max_cases and args.time_budget is None and "time_budget" not in toml_keys:
         over["time_budget"] = 0.0  # --max-cases alone means "run exactly N"
     s = dataclasses.replace(s, **over)
     gen = {k: v for k, v in {
@@ -78,12 +118,20 @@ def settings_from_args(args):
 
 def main(args, argv) -> int:
     from fuzzharness.engine.campaign import Campaign, format_summary
-    from fuzzharness.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+    from fuzzharness.errors import UsageError
 
     if args.resume is not None:
         if args.out is not None and args.out != args.resume:
             raise UsageError("--resume DIR already names the campaign directory; drop --out")
-        campaign = Campaign(args.resume, resume=True, argv=["run", *argv],
+        given = [f"--{k.replace('_', '-')}" for k in _GENERATION_FLAGS
+                 if getattr(args, k, None) is not None]
+        if given:
+            raise UsageError(f"{', '.join(given)} cannot change a stored campaign "
+                             "(it would generate different cases); start a new one")
+        over = _run_overrides(args)
+        if args.max_cases and args.time_budget is None:
+            over["time_budget"] = 0.0
+        campaign = Campaign(args.resume, resume=True, overrides=over, argv=["run", *argv],
                             progress=not args.no_progress)
     else:
         settings = settings_from_args(args).validate()
@@ -100,9 +148,9 @@ def main(args, argv) -> int:
         limit.append(f"{s.time_budget:g} s")
     if s.max_cases:
         limit.append(f"{s.max_cases} cases")
-    print(f"fuzzharness: seed {campaign.seed}, {s.workers} workers, "
-          f"{' or '.join(limit)}, target {s.generation.target.get('kind')}, out {campaign.out}",
-          file=sys.stderr)
+    print(f"fuzzharness: seed {campaign.seed}, {s.workers} workers ({s.executor}), "
+          f"{' or '.join(limit)}, target {s.generation.target.get('kind')}, "
+          f"{len(campaign.known)} known bugs, out {campaign.out}", file=sys.stderr)
     summary = campaign.run()
     print(format_summary(summary))
-    return EXIT_FINDINGS if summary.findings else EXIT_OK
+    return summary.exit_code

@@ -13,7 +13,18 @@ Tables::
     campaign(id=1, seed, settings, versions, created)
     sessions(id, started, ended, cases, argv)   each run or resume of the campaign
     results(idx PRIMARY KEY, case_id, workload, dtype, target, status, stage, ratio,
-            worst_error, digest, elapsed, finished, worker, case_json, verdict_json)
+            worst_error, digest, elapsed, finished, worker, session, case_json, verdict_json,
+            bucket)                   bucket: key of the failure's bucket (NULL: no failure)
+    buckets(key PRIMARY KEY, symptom, stage, title, signature, first_seen, last_seen, count,
+            example_idx, example_case_id)
+                                      one row per distinct failure (fuzzharness.buckets);
+                                      example = the first case that fell into it
+
+A result and its bucket update are one transaction: ``count`` always equals the number of
+results that name the bucket, even across a SIGKILL.
+
+Schema history: 1 → 2 added ``results.bucket`` and ``buckets``; a version-1 database is
+migrated (additively, buckets recomputed from the stored verdicts) when opened.
 """
 
 from __future__ import annotations
@@ -23,12 +34,15 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fuzzharness.verdict import Verdict
 
+if TYPE_CHECKING:
+    from fuzzharness.buckets import Signature
+
 APPLICATION = "tvm-fuzzharness"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "results.sqlite"
 
 SCHEMA = """
@@ -63,10 +77,25 @@ CREATE TABLE IF NOT EXISTS results(
     worker INTEGER,
     session INTEGER,
     case_json TEXT,
-    verdict_json TEXT NOT NULL
+    verdict_json TEXT NOT NULL,
+    bucket TEXT
 );
 CREATE INDEX IF NOT EXISTS results_case_id ON results(case_id);
 CREATE INDEX IF NOT EXISTS results_status ON results(status);
+""" + """
+CREATE TABLE IF NOT EXISTS buckets(
+    key TEXT PRIMARY KEY,
+    symptom TEXT NOT NULL,
+    stage TEXT NOT NULL,
+    title TEXT NOT NULL,
+    signature TEXT NOT NULL,
+    first_seen REAL NOT NULL,
+    last_seen REAL NOT NULL,
+    count INTEGER NOT NULL,
+    example_idx INTEGER NOT NULL,
+    example_case_id TEXT
+);
+CREATE INDEX IF NOT EXISTS results_bucket ON results(bucket);
 """
 
 
@@ -92,40 +121,50 @@ class ResultsDB:
             if self.path.exists():  # look, read-only, before anything can touch the file
                 ro = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=30)
                 try:
-                    empty = self._check(ro)
+                    schema = self._check(ro)
                 finally:
                     ro.close()
-                if empty and not create:
+                if schema is None and not create:
                     raise DatabaseError(f"{self.path}: empty database, no campaign")
             self.conn = sqlite3.connect(self.path, timeout=30)
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
-            if self._check(self.conn):
+            schema = self._check(self.conn)
+            if schema is None:
                 self._init_schema()
+            elif schema < SCHEMA_VERSION:
+                self._migrate(schema)
         except sqlite3.DatabaseError as e:
             raise DatabaseError(f"{self.path}: not a usable SQLite database ({e})") from None
         self.session: int | None = None
 
     def _check_file(self) -> None:
-        if self.path.exists() and self.path.stat().st_size > 0:
-            with open(self.path, "rb") as f:
-                if f.read(16) != b"SQLite format 3\x00":
-                    raise DatabaseError(f"{self.path}: not a SQLite database")
+        try:
+            if self.path.exists() and self.path.stat().st_size > 0:
+                with open(self.path, "rb") as f:
+                    if f.read(16) != b"SQLite format 3\x00":
+                        raise DatabaseError(f"{self.path}: not a SQLite database")
+        except OSError as e:
+            raise DatabaseError(f"{self.path}: cannot read ({e.strerror})") from None
 
-    def _check(self, conn: sqlite3.Connection) -> bool:
-        """Raise DatabaseError unless ``conn`` is ours; True when it is still empty."""
+    def _check(self, conn: sqlite3.Connection) -> int | None:
+        """Raise DatabaseError unless ``conn`` is ours; its schema version, None when empty."""
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if "meta" in tables:
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
             if meta.get("application") != APPLICATION:
                 raise DatabaseError(f"{self.path}: not a fuzzharness database")
-            if int(meta.get("schema", 0)) > SCHEMA_VERSION:
-                raise DatabaseError(f"{self.path}: written by a newer harness (schema {meta['schema']})")
-            return False
+            try:
+                schema = int(meta.get("schema", 0))
+            except ValueError:
+                raise DatabaseError(f"{self.path}: unreadable schema version {meta['schema']!r}") from None
+            if schema > SCHEMA_VERSION:
+                raise DatabaseError(f"{self.path}: written by a newer harness (schema {schema})")
+            return schema
         if tables:
             raise DatabaseError(
                 f"{self.path}: a foreign SQLite database (tables: {', '.join(sorted(tables))})")
-        return True
+        return None
 
     def _init_schema(self) -> None:
         with self.conn:
@@ -134,6 +173,34 @@ class ResultsDB:
                 "INSERT INTO meta VALUES (?, ?)",
                 [("application", APPLICATION), ("schema", str(SCHEMA_VERSION))],
             )
+
+    def _migrate(self, schema: int) -> None:
+        """Bring an older database up to :data:`SCHEMA_VERSION` (additive; idempotent)."""
+        if schema < 2:
+            columns = {r[1] for r in self.conn.execute("PRAGMA table_info(results)")}
+            with self.conn:
+                if "bucket" not in columns:
+                    self.conn.execute("ALTER TABLE results ADD COLUMN bucket TEXT")
+            self.conn.executescript(SCHEMA)  # creates what is missing (IF NOT EXISTS)
+            with self.conn:
+                self._rebuild_buckets()
+                self.conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'",
+                                  (str(SCHEMA_VERSION),))
+
+    def _rebuild_buckets(self) -> None:
+        """Recompute every result's bucket from its stored case and verdict (one transaction)."""
+        from fuzzharness.buckets import signature
+
+        self.conn.execute("DELETE FROM buckets")
+        self.conn.execute("UPDATE results SET bucket = NULL")
+        rows = self.conn.execute(
+            "SELECT idx, case_json, verdict_json, finished FROM results ORDER BY idx").fetchall()
+        for idx, case_json, verdict_json, finished in rows:
+            case = json.loads(case_json) if case_json else None
+            sig = signature(case, Verdict.from_dict(json.loads(verdict_json)))
+            if sig is not None:
+                self.conn.execute("UPDATE results SET bucket = ? WHERE idx = ?", (sig.key, idx))
+                self._bump_bucket(sig, idx, (case or {}).get("id"), finished)
 
     # -- campaign ---------------------------------------------------------------------------
     def campaign(self) -> dict[str, Any] | None:
@@ -174,23 +241,78 @@ class ResultsDB:
 
     # -- results ----------------------------------------------------------------------------
     def add_result(self, idx: int, case: dict[str, Any] | None, verdict: Verdict, *,
-                   elapsed: float, worker: int | None) -> bool:
-        """Store one result; False when that index is already stored (never overwritten)."""
+                   elapsed: float, worker: int | str | None,
+                   signature: Signature | None = None) -> bool:
+        """Store one result and count it in its bucket, in one transaction.
+
+        False when that index is already stored (never overwritten, bucket not counted).
+        ``signature``: the failure's bucket signature (None for passes and rejections).
+        """
         case = case or {}
         wl = case.get("workload") or {}
+        now = time.time()
         with self.conn:
             cur = self.conn.execute(
-                "INSERT OR IGNORE INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT OR IGNORE INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     idx, case.get("id"), wl.get("name"), (case.get("origin") or {}).get("dtype"),
                     (case.get("target") or {}).get("kind"),
                     verdict.status.value, verdict.stage.value, _finite(verdict.ratio),
-                    _finite(verdict.worst_error), verdict.digest, elapsed, time.time(), worker,
+                    _finite(verdict.worst_error), verdict.digest, elapsed, now, worker,
                     self.session, json.dumps(case, sort_keys=True) if case else None,
                     json.dumps(verdict.to_dict(), sort_keys=True, default=str),
+                    signature.key if signature is not None else None,
                 ),
             )
-        return cur.rowcount == 1
+            stored = cur.rowcount == 1
+            if stored and signature is not None:
+                self._bump_bucket(signature, idx, case.get("id"), now)
+        return stored
+
+    def _bump_bucket(self, sig: Signature, idx: int, case_id: str | None, when: float) -> None:
+        self.conn.execute(
+            "INSERT INTO buckets VALUES (?,?,?,?,?,?,?,1,?,?) ON CONFLICT(key) DO UPDATE SET "
+            "count = count + 1, last_seen = MAX(last_seen, excluded.last_seen), "
+            "first_seen = MIN(first_seen, excluded.first_seen), "
+            "example_idx = CASE WHEN excluded.example_idx < example_idx "
+            "THEN excluded.example_idx ELSE example_idx END, "
+            "example_case_id = CASE WHEN excluded.example_idx < example_idx "
+            "THEN excluded.example_case_id ELSE example_case_id END",
+            (sig.key, sig.symptom, sig.stage, sig.title(),
+             json.dumps(sig.to_dict(), sort_keys=True), when, when, idx, case_id),
+        )
+
+    # -- buckets ----------------------------------------------------------------------------
+    def buckets(self) -> list[dict[str, Any]]:
+        """Every bucket, most frequent first: key, symptom, stage, title, signature
+        (:class:`~fuzzharness.buckets.Signature`), first_seen, last_seen, count, example_idx
+        (the lowest campaign index in the bucket), example_case_id."""
+        from fuzzharness.buckets import Signature
+
+        cur = self.conn.execute(
+            "SELECT key, symptom, stage, title, signature, first_seen, last_seen, count, "
+            "example_idx, example_case_id FROM buckets ORDER BY count DESC, first_seen")
+        out = []
+        for row in cur:
+            d = dict(zip(("key", "symptom", "stage", "title", "signature", "first_seen",
+                          "last_seen", "count", "example_idx", "example_case_id"), row, strict=True))
+            d["signature"] = Signature.from_dict(json.loads(d["signature"]))
+            out.append(d)
+        return out
+
+    def bucket_stats(self) -> dict[str, dict[str, Any]]:
+        """Per bucket key: the workloads and dtypes its cases were seen with, the sessions."""
+        stats: dict[str, dict[str, Any]] = {}
+        for key, workload, dtype, session in self.conn.execute(
+                "SELECT DISTINCT bucket, workload, dtype, session FROM results "
+                "WHERE bucket IS NOT NULL"):
+            s = stats.setdefault(key, {"workloads": set(), "dtypes": set(), "sessions": set()})
+            if workload:
+                s["workloads"].add(workload)
+            if dtype:
+                s["dtypes"].add(dtype)
+            s["sessions"].add(session)
+        return stats
 
     def done_indices(self) -> set[int]:
         return {r[0] for r in self.conn.execute("SELECT idx FROM results")}

@@ -1,17 +1,26 @@
-"""Crash-proof pool of persistent worker processes.
+"""The local executor: a crash-proof pool of persistent worker processes on this machine.
 
 Why not ``concurrent.futures`` / ``multiprocessing.Pool``: a worker that segfaults breaks those
 pools as a whole, and they cannot say which stage of the case was running when it died.  Here
-every worker is a plain subprocess speaking JSON lines (:mod:`fuzzharness.engine.protocol`);
-the driver multiplexes their pipes with ``selectors`` and:
+every worker is a plain subprocess (``python -m fuzzharness.engine.worker``) that imports TVM
+once and speaks JSON lines (:mod:`fuzzharness.engine.protocol`); the driver multiplexes their
+pipes with ``selectors`` and:
 
 * replaces a worker that died (segfault, abort, out of memory) and turns the task it was
   running into a ``crash`` verdict with the signal, the last stage it announced and the tail
-  of its log;
-* kills a worker whose task overran ``timeout`` seconds and records a ``timeout`` verdict;
-* feeds tasks lazily from an iterator, so a time budget stops generation as soon as it ends.
+  of its log (:mod:`fuzzharness.engine.outcomes`);
+* kills a worker whose task overran ``timeout`` seconds (its whole process group, so a
+  compiler subprocess dies with it) and records a ``timeout`` verdict;
+* feeds tasks lazily from an iterator, so a time budget stops generation as soon as it ends;
+* replaces, without counting a restart, a worker that retires itself (it does so between
+  tasks when its memory use nears the limit — see :mod:`fuzzharness.engine.worker`);
+* refuses to go on (:class:`WorkerStartError`) when fresh workers die before they are ready
+  three times in a row: that is a broken installation or plugin, not a TVM bug.
 
-Results come out of :meth:`WorkerPool.run` as :class:`TaskResult` in completion order.
+Workers die with the driver: each asks the kernel for SIGKILL when its parent dies
+(``PR_SET_PDEATHSIG``) and also exits on EOF on stdin, so ``kill -9`` of the driver leaves no
+orphans burning CPU.  ``PR_SET_PDEATHSIG`` fires when the *thread* that spawned the worker
+exits: iterate :meth:`WorkerPool.run` from a thread that outlives the pool.
 """
 
 from __future__ import annotations
@@ -27,19 +36,26 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from fuzzharness.engine import protocol
-from fuzzharness.verdict import Stage, Status, Verdict
+from fuzzharness.engine import outcomes, protocol
+from fuzzharness.engine.executor import (
+    Executor,
+    ExecutorConfig,
+    Task,
+    TaskResult,
+    executors,
+)
+from fuzzharness.errors import UsageError
+from fuzzharness.verdict import Stage, Verdict
 
+SETUP_TIMEOUT = 300.0  # a one-time setup inside a task (tensor intrinsics: ~4-12 s)
 READY_TIMEOUT = 120.0  # importing TVM takes ~1 s; a loaded CI machine can be much slower
+MAX_START_FAILURES = 3  # consecutive workers dead before "ready": give up
+
+__all__ = ["TaskResult", "WorkerPool", "WorkerStartError"]
 
 
-@dataclasses.dataclass
-class TaskResult:
-    task: dict[str, Any]
-    case: dict[str, Any] | None
-    verdict: Verdict
-    worker: int
-    elapsed: float
+class WorkerStartError(UsageError):
+    """Worker processes die before they are ready (broken install, plugin or limit)."""
 
 
 @dataclasses.dataclass
@@ -49,13 +65,20 @@ class _Worker:
     log_path: Path
     buf: bytearray = dataclasses.field(default_factory=bytearray)
     ready: bool = False
-    task: dict[str, Any] | None = None
+    retiring: bool = False  # sent "bye": its EOF is a planned exit
+    task: Task | None = None
     case: dict[str, Any] | None = None
     stage: str = Stage.GENERATE.value
     started: float = 0.0
+    setup_since: float | None = None  # in a one-time setup since (fuzzharness/warmup.py)
+
+    def overdue(self, now: float, timeout: float) -> bool:
+        if self.setup_since is not None:
+            return now - self.setup_since > SETUP_TIMEOUT
+        return now - self.started > timeout
 
 
-class WorkerPool:
+class WorkerPool(Executor):
     def __init__(
         self,
         workers: int,
@@ -70,21 +93,27 @@ class WorkerPool:
         self.memory_mb = memory_mb
         self.log_dir = Path(log_dir) if log_dir else None
         self.env = env
-        self.restarts = 0
+        self.restarts = 0  # replaced after a crash, a timeout or an unexpected exit
+        self.recycled = 0  # retired themselves (memory high-water mark) and were replaced
         self._sel = selectors.DefaultSelector()
         self._workers: dict[int, _Worker] = {}
-        self._spawned = 0
+        self._start_failures = 0
+
+    @classmethod
+    def from_config(cls, config: ExecutorConfig) -> WorkerPool:
+        return cls(config.workers, timeout=config.timeout, memory_mb=config.memory_mb,
+                   log_dir=config.log_dir, env=config.env)
 
     # -- lifecycle --------------------------------------------------------------------------
     def _spawn(self, slot: int) -> _Worker:
-        self._spawned += 1
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             log_path = self.log_dir / f"worker-{slot}.log"
         else:
             log_path = Path(os.devnull)
         log = open(log_path, "ab")  # noqa: SIM115 - owned by the child
-        cmd = [sys.executable, "-m", "fuzzharness.engine.worker", "--memory-mb", str(self.memory_mb)]
+        cmd = [sys.executable, "-m", "fuzzharness.engine.worker",
+               "--memory-mb", str(self.memory_mb), "--parent-pid", str(os.getpid())]
         env = dict(os.environ if self.env is None else self.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
         proc = subprocess.Popen(
@@ -117,43 +146,43 @@ class WorkerPool:
         w.proc.stdout.close()
         return rc
 
+    def _replace(self, w: _Worker) -> tuple[int | None, str]:
+        """Stop ``w`` (killing it if needed), read its log tail, start a fresh one in its slot."""
+        rc = self._retire(w, kill=True)
+        tail = _tail(w.log_path)
+        self._spawn(w.slot)
+        return rc, tail
+
     def close(self) -> None:
         for w in list(self._workers.values()):
             self._retire(w, kill=True)
         self._workers.clear()
-        self._sel.close()
-
-    def __enter__(self) -> WorkerPool:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+        if self._sel.get_map() is not None:
+            self._sel.close()
 
     # -- the loop ---------------------------------------------------------------------------
     def run(
         self,
-        tasks: Iterable[dict[str, Any]],
+        tasks: Iterable[Task],
         *,
         should_stop: Callable[[], bool] = lambda: False,
         abandon_at: float | None = None,
     ) -> Iterator[TaskResult]:
         """Run ``tasks`` (dicts with a unique ``task`` key); yield results as they finish.
 
-        ``should_stop`` is polled before every new task is handed out; tasks already running
-        finish (or time out) — unless ``time.monotonic()`` passes ``abandon_at``: then the
-        workers still busy are killed and their tasks dropped without a result (a resumed
-        campaign runs them again).
+        See :class:`fuzzharness.engine.executor.Executor` for the contract.
         """
         source = iter(tasks)
         exhausted = False
         for slot in range(self.n):
-            self._spawn(slot)
+            if slot not in self._workers:
+                self._spawn(slot)
 
         while True:
             # hand out work
             if not exhausted:
                 for w in list(self._workers.values()):
-                    if w.ready and w.task is None:
+                    if w.ready and w.task is None and not w.retiring:
                         if should_stop():
                             exhausted = True
                             break
@@ -166,29 +195,35 @@ class WorkerPool:
             if exhausted and not busy:
                 return
             if exhausted and abandon_at is not None and time.monotonic() >= abandon_at:
-                for w in busy:
+                for w in busy:  # dropped without a result: a resume runs them again
                     self._retire(w, kill=True)
                     del self._workers[w.slot]
                 return
             # wait for messages or the nearest deadline
             now = time.monotonic()
-            deadlines = [w.started + self.timeout for w in busy]
+            deadlines = [w.started + self.timeout if w.setup_since is None
+                         else w.setup_since + SETUP_TIMEOUT for w in busy]
             deadlines += [w.started + READY_TIMEOUT for w in self._workers.values() if not w.ready]
             wait = max(0.0, min(deadlines) - now) if deadlines else 0.5
             for key, _ in self._sel.select(timeout=min(wait, 0.5)):
-                w: _Worker = key.data
+                w = key.data
+                if self._workers.get(w.slot) is not w:
+                    continue  # replaced while handling an earlier event of this batch
                 result = self._read(w)
                 if result is not None:
                     yield result
             now = time.monotonic()
             for w in list(self._workers.values()):
-                if w.task is not None and now - w.started > self.timeout:
+                if w.task is not None and w.overdue(now, self.timeout):
                     yield self._finish_dead(w, timed_out=True)
                 elif not w.ready and now - w.started > READY_TIMEOUT:
-                    raise RuntimeError(f"worker {w.slot} did not start; see {w.log_path}")
+                    raise WorkerStartError(
+                        f"worker {w.slot} did not start within {READY_TIMEOUT:g} s; "
+                        f"see {w.log_path}")
 
-    def _assign(self, w: _Worker, task: dict[str, Any]) -> None:
+    def _assign(self, w: _Worker, task: Task) -> None:
         w.task, w.case, w.stage, w.started = task, task.get("case"), Stage.GENERATE.value, time.monotonic()
+        w.setup_since = None
         try:
             w.proc.stdin.write(protocol.encode(task))
             w.proc.stdin.flush()
@@ -201,76 +236,85 @@ class WorkerPool:
         except BlockingIOError:
             return None
         if not chunk:
-            if w.task is None:
-                if w.ready:
-                    self.restarts += 1
-                self._retire(w, kill=True)
-                self._spawn(w.slot)
-                return None
-            return self._finish_dead(w, timed_out=False)
+            if w.task is not None:
+                return self._finish_dead(w, timed_out=False)
+            self._idle_exit(w)
+            return None
         w.buf += chunk
         result = None
         while b"\n" in w.buf:
             line, _, rest = w.buf.partition(b"\n")
             w.buf = bytearray(rest)
-            msg = protocol.decode(bytes(line))
+            try:
+                msg = protocol.decode(bytes(line))
+                if not isinstance(msg, dict):
+                    raise ValueError("not a JSON object")
+            except ValueError as e:  # garbage on the protocol fd: our bug, not TVM's
+                return self._protocol_error(w, f"{e}: {bytes(line)[:200]!r}")
             if "ready" in msg:
                 w.ready, w.started = True, 0.0
+                self._start_failures = 0
+            elif "bye" in msg:
+                w.retiring = True
+            elif w.task is None or msg.get("task") != w.task.get("task"):
+                continue  # a late message of a task already decided
             elif "stage" in msg:
                 w.stage = msg["stage"]
-            elif "case" in msg and msg.get("task") == (w.task or {}).get("task"):
+            elif "setup" in msg:  # a one-time setup: the case's clock stops (warmup.py)
+                w.setup_since = time.monotonic()
+            elif "setup_done" in msg:
+                if w.setup_since is not None:
+                    w.started += time.monotonic() - w.setup_since
+                w.setup_since = None
+            elif "case" in msg:
                 w.case = msg["case"]
-            elif "verdict" in msg and w.task is not None:
-                result = TaskResult(w.task, w.case, Verdict.from_dict(msg["verdict"]), w.slot,
-                                    time.monotonic() - w.started)
+            elif "verdict" in msg:
+                try:
+                    verdict = Verdict.from_dict(msg["verdict"])
+                except (KeyError, TypeError, ValueError) as e:
+                    return self._protocol_error(w, f"unreadable verdict ({e})")
+                result = TaskResult(w.task, w.case, verdict, w.slot, time.monotonic() - w.started)
                 w.task, w.case = None, None
         return result
 
+    def _idle_exit(self, w: _Worker) -> None:
+        """A worker without a task closed its pipe: retired itself, or failed to start."""
+        if w.retiring:
+            self.recycled += 1
+        elif not w.ready:
+            self._start_failures += 1
+            if self._start_failures >= MAX_START_FAILURES:
+                self._retire(w, kill=True)
+                del self._workers[w.slot]
+                last = [ln for ln in _tail(w.log_path).splitlines() if ln.strip()]
+                raise WorkerStartError(
+                    f"worker processes exit before they are ready ({self._start_failures} in a row)"
+                    + (f": {last[-1].strip()[:200]}" if last else f"; see {w.log_path}"))
+        else:
+            self.restarts += 1
+        self._replace(w)
+
+    def _protocol_error(self, w: _Worker, problem: str) -> TaskResult | None:
+        task, case, stage = w.task, w.case, w.stage
+        _, tail = self._replace(w)
+        self.restarts += 1
+        if task is None:
+            return None
+        return TaskResult(task, case, outcomes.protocol_verdict(problem, stage, tail), w.slot,
+                          time.monotonic() - w.started)
+
     def _finish_dead(self, w: _Worker, *, timed_out: bool) -> TaskResult:
         task, case, stage, elapsed = w.task, w.case, w.stage, time.monotonic() - w.started
-        rc = self._retire(w, kill=True)
+        rc, log_tail = self._replace(w)
         self.restarts += 1
-        self._spawn(w.slot)
-        log_tail = _tail(w.log_path)
         if timed_out:
-            verdict = Verdict(Status.TIMEOUT, Stage(stage),
-                              message=f"no result after {self.timeout:g} s in stage {stage}",
-                              details={"timeout_s": self.timeout, "log_tail": log_tail})
+            verdict = outcomes.timeout_verdict(self.timeout, stage, log_tail, elapsed=elapsed)
         else:
-            verdict = Verdict(Status.CRASH, Stage(stage), message=_death_message(rc, log_tail),
-                              details={"returncode": rc, **_signal_details(rc, log_tail),
-                                       "log_tail": log_tail})
-        verdict.timings[stage] = elapsed
+            verdict = outcomes.death_verdict(rc, stage, log_tail, elapsed=elapsed)
         return TaskResult(task, case, verdict, w.slot, elapsed)
 
 
-def _signal_details(rc: int | None, log_tail: str) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    if rc is not None and rc < 0:
-        try:
-            d["signal"] = signal.Signals(-rc).name
-        except ValueError:
-            d["signal"] = str(-rc)
-    if any(s in log_tail for s in ("MemoryError", "std::bad_alloc", "Cannot allocate memory",
-                                   "out of memory")):
-        d["kind"] = "out_of_memory"
-    elif "signal" in d:
-        d["kind"] = "signal"
-    else:
-        d["kind"] = "exit"
-    return d
-
-
-def _death_message(rc: int | None, log_tail: str) -> str:
-    if rc is not None and rc < 0:
-        try:
-            what = f"killed by {signal.Signals(-rc).name}"
-        except ValueError:
-            what = f"killed by signal {-rc}"
-    else:
-        what = f"exited with status {rc}"
-    last = [ln for ln in log_tail.splitlines() if ln.strip()]
-    return f"worker {what}" + (f": {last[-1][:200]}" if last else "")
+executors.add("local", WorkerPool.from_config)
 
 
 def _tail(path: Path, limit: int = 4000) -> str:

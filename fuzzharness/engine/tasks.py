@@ -24,9 +24,14 @@ def load_plugins() -> list[str]:
     A plugin registers extra workloads, primitives or backends from outside the package —
     the test suite uses one to add backends that really segfault, abort or hang.
     """
+    from fuzzharness.errors import UsageError
+
     names = [n.strip() for n in os.environ.get(PLUGINS_ENV, "").split(",") if n.strip()]
     for n in names:
-        importlib.import_module(n)
+        try:
+            importlib.import_module(n)
+        except ImportError as e:
+            raise UsageError(f"cannot import plugin {n!r} named in ${PLUGINS_ENV}: {e}") from None
     return names
 
 
@@ -69,8 +74,15 @@ def _generate(seed: int, index: int, settings: dict[str, Any]) -> Case:
 
 def _generation_failure(e: Exception) -> Verdict:
     """A TVM exception while building the random schedule is a finding; ours is not."""
+    from fuzzharness.execute import out_of_memory_verdict
+    from fuzzharness.triage import throw_site
+
+    if isinstance(e, MemoryError):
+        return out_of_memory_verdict(Stage.GENERATE, e)
     details = {"exception": type(e).__name__, "traceback": traceback.format_exc(limit=-8)}
     if blame_tvm(e):
+        if site := throw_site(e):
+            details["site"] = site
         return Verdict(Status.COMPILE_ERROR, Stage.SCHEDULE, f"{type(e).__name__}: {e}",
                        details=details)
     return Verdict(Status.HARNESS_ERROR, Stage.GENERATE, f"{type(e).__name__}: {e}",

@@ -3,11 +3,28 @@
 Started by :class:`fuzzharness.engine.pool.WorkerPool` as ``python -m fuzzharness.engine.worker``.
 The protocol (see :mod:`fuzzharness.engine.protocol`) runs over the process's original
 stdout, which is moved to a private file descriptor first: fd 1 and fd 2 are then pointed at
-the worker's log file, so nothing TVM or LLVM prints can corrupt the protocol.
+the worker's log file, so nothing TVM or LLVM prints can corrupt the protocol.  The log is
+truncated at the start of every task, so its tail explains the task that killed the worker;
+``faulthandler`` (and TVM's own segfault handler, which replaces it for SIGSEGV) add the
+stack of a segfault or abort to it.
 
-Memory: with ``--memory-mb`` the address space is capped with ``RLIMIT_AS``; an allocation
-beyond it fails inside the case (MemoryError / std::bad_alloc) or kills the process, and the
-driver classifies either as a crash with kind ``out_of_memory``.
+Memory (``--memory-mb``): the cap is ``RLIMIT_DATA`` — private writable memory (heap, anonymous
+mmaps, thread stacks) — not ``RLIMIT_AS``.  Measured on the 2-core CI machine after 120
+cases: VmSize 590 MB but VmData 243 MB and RSS 310 MB; with 64 TVM threads VmSize passes 1 GB
+while RSS stays at 240 MB, and glibc reserves 64 MB of address space per malloc arena, so an
+address-space cap fails at random on many-core hosts while a data cap tracks what the worker
+really uses (thread stacks count: 8 MB each).  Beyond the cap, allocations fail inside the
+case: ``MemoryError`` in Python and numpy, ``std::bad_alloc`` (TVM ``InternalError``) in C++;
+execution classifies both as ``out_of_memory`` in the stage that was running.  When a case
+leaves the worker above :data:`RECYCLE_FRACTION` of the cap, the worker says ``{"bye": ...}``
+just before that task's verdict and exits after it; the pool starts a fresh worker (not
+counted as a crash).
+
+Parent death: the worker asks the kernel for SIGKILL when its parent dies (Linux
+``PR_SET_PDEATHSIG``), re-checks the parent pid right after (the parent may have died before
+the request), and a watchdog thread polls the parent pid elsewhere; between tasks EOF on
+stdin ends the loop too.  A SIGKILLed driver therefore leaves no orphan workers behind, not
+even one stuck in an endless loop (``tests/test_durability.py``).
 """
 
 from __future__ import annotations
@@ -16,7 +33,12 @@ import argparse
 import os
 import resource
 import sys
+import threading
+import time
 import traceback
+
+RECYCLE_FRACTION = 0.6
+WATCHDOG_INTERVAL = 1.0
 
 
 def _take_protocol_fd() -> int:
@@ -26,51 +48,127 @@ def _take_protocol_fd() -> int:
     return out
 
 
+def _die_with_parent(parent_pid: int) -> None:
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            PR_SET_PDEATHSIG = 1
+            libc.prctl(PR_SET_PDEATHSIG, 9)  # SIGKILL
+        except (OSError, AttributeError):
+            pass
+    if parent_pid and os.getppid() != parent_pid:
+        os._exit(3)  # the parent died before we asked
+
+    def watchdog() -> None:
+        while True:
+            time.sleep(WATCHDOG_INTERVAL)
+            if parent_pid and os.getppid() != parent_pid:
+                os._exit(3)
+
+    threading.Thread(target=watchdog, name="parent-watchdog", daemon=True).start()
+
+
+def data_memory_mb() -> float | None:
+    """This process's VmData (private writable memory, what RLIMIT_DATA caps), in MB."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmData:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="fuzzharness-worker")
     ap.add_argument("--memory-mb", type=int, default=0)
+    ap.add_argument("--parent-pid", type=int, default=0)
     args = ap.parse_args(argv)
 
     proto_out = _take_protocol_fd()
+    _die_with_parent(args.parent_pid)
+    import faulthandler
+
+    faulthandler.enable(file=sys.stderr)
     if args.memory_mb > 0:
         limit = args.memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
-    import tvm  # noqa: F401  (the one expensive import, done before the first task)
+    try:
+        import tvm  # noqa: F401  (the one expensive import, done before the first task)
 
-    import fuzzharness.execute  # noqa: F401
-    import generators.cases  # noqa: F401
-    from fuzzharness.engine import protocol
-    from fuzzharness.engine.tasks import load_plugins, run_task
+        import fuzzharness.execute  # noqa: F401
+        import generators.cases  # noqa: F401
+        from fuzzharness.engine import protocol
+        from fuzzharness.engine.tasks import load_plugins, run_task
 
-    load_plugins()
+        load_plugins()
+    except BaseException as e:  # noqa: BLE001 - say why in the log, the pool quotes it
+        hint = f" under a {args.memory_mb} MB memory limit" if isinstance(e, MemoryError) else ""
+        print(f"worker cannot start{hint}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+        return 3
+
+    stage = ["generate"]
+    retiring = [False]
 
     def send(msg) -> None:
+        if "stage" in msg:
+            stage[0] = msg["stage"]
+        if "verdict" in msg and args.memory_mb > 0:
+            # Decide before the verdict goes out: once the driver has it, it may hand this
+            # worker the next task at once, and the "bye" must already be there.
+            used = data_memory_mb()
+            if used is not None and used > RECYCLE_FRACTION * args.memory_mb:
+                retiring[0] = True
+                os.write(proto_out, protocol.encode(
+                    {"bye": f"memory: VmData {used:.0f} MB of {args.memory_mb} MB"}))
         os.write(proto_out, protocol.encode(msg))
 
+    current: list = [None]
+
+    def on_setup(event: str, name: str, seconds: float) -> None:
+        # the driver pauses the case's clock during one-time setups (fuzzharness/warmup.py)
+        key = "setup" if event == "begin" else "setup_done"
+        send({"task": current[0], key: name, "seconds": seconds})
+
+    from fuzzharness import warmup
+
+    warmup.set_notifier(on_setup)
     send({"ready": os.getpid()})
     for line in sys.stdin.buffer:
         if not line.strip():
             continue
         task = protocol.decode(line)
+        current[0] = task.get("task")
         # The log holds only the current task's output: its tail explains a crash.
         sys.stderr.flush()
         try:
             os.ftruncate(2, 0)
         except OSError:  # /dev/null
             pass
+        stage[0] = "generate"
         try:
             run_task(task, send)
         except BaseException as e:  # noqa: BLE001 - report, then keep serving
-            from fuzzharness.verdict import Stage, Status, Verdict
-
-            status = Status.CRASH if isinstance(e, MemoryError) else Status.HARNESS_ERROR
-            v = Verdict(status, Stage.GENERATE, message=f"{type(e).__name__}: {e}",
-                        details={"traceback": traceback.format_exc(limit=-8),
-                                 **({"kind": "out_of_memory"} if isinstance(e, MemoryError) else {})})
-            send({"task": task.get("task"), "verdict": v.to_dict()})
+            send({"task": task.get("task"), "verdict": _escaped(e, stage[0]).to_dict()})
         sys.stderr.flush()
+        if retiring[0]:
+            return 0
     return 0
+
+
+def _escaped(e: BaseException, stage: str):
+    """A verdict for an exception that escaped :func:`run_task` (it catches TVM's own)."""
+    from fuzzharness.execute import out_of_memory_verdict
+    from fuzzharness.verdict import Stage, Status, Verdict
+
+    if isinstance(e, MemoryError):
+        return out_of_memory_verdict(Stage(stage), e)
+    return Verdict(Status.HARNESS_ERROR, Stage(stage), message=f"{type(e).__name__}: {e}",
+                   details={"traceback": traceback.format_exc(limit=-8)})
 
 
 if __name__ == "__main__":

@@ -105,7 +105,9 @@ def gpu_schedule(func, data: Any, target: dict[str, Any], enabled: tuple[str, ..
     gt = GpuTarget(target)
     if gt.is_cuda:
         # dlight's and MetaSchedule's tensor-core schedules name TVM's registered intrinsics
-        import tvm.s_tir.tensor_intrin  # noqa: F401
+        from fuzzharness import warmup
+
+        warmup.tensor_intrinsics()  # wmma/mma intrinsics are registered by name
     name = data.draw(st.sampled_from(styles.names()))
     if (enabled is not None and name not in enabled) or not styles[name].applies(func, gt):
         name = "dlight"

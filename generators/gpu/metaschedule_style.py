@@ -31,7 +31,10 @@ class MetaScheduleStyle(Style):
 
     def schedule(self, func, data, target):
         import tvm
-        import tvm.s_tir.tensor_intrin  # noqa: F401  (wmma intrinsics, registered by name)
+
+        from fuzzharness import warmup
+
+        warmup.tensor_intrinsics()  # wmma/mma intrinsics are registered by name
         from tvm import s_tir
         from tvm.s_tir import meta_schedule as ms
 

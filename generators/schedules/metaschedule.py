@@ -20,18 +20,13 @@ The result is an ordinary trace (sampling decisions included) stored and replaye
 other case.  Non-ScheduleError exceptions from TVM propagate: they are findings.
 
 Cost: the first ``TuneContext`` of a process imports ``tvm.s_tir.tensor_intrin``, which parses
-some 250 TVMScript functions; each parse calls ``inspect.stack()``, and Python's
-``inspect.getmodule`` walks all of ``sys.modules`` for every frame whose file is not a module
-(the frozen import machinery).  :func:`prepare` first tells ``inspect`` which modules those
-frames belong to (a cache ``inspect`` fills itself on a cache miss), which cuts the import from
-≈ 12 s to ≈ 4 s.  Workers are persistent, so this is paid once per worker, on its first
-MetaSchedule case.  After that a sample costs milliseconds.
+some 250 TVMScript functions (≈ 4 s with the speed-up in :mod:`fuzzharness.warmup`, which
+also keeps that one-time cost out of the case's timeout).  Workers are persistent, so this is
+paid once per worker, on its first MetaSchedule case.  After that a sample costs milliseconds.
 """
 
 from __future__ import annotations
 
-import functools
-import sys
 from typing import Any
 
 from hypothesis import strategies as st
@@ -46,16 +41,11 @@ ATTEMPTS = 3
 SOURCE = "metaschedule"
 
 
-@functools.cache
 def prepare() -> None:
-    """Import MetaSchedule's tensor intrinsics once per process, quickly (see module doc)."""
-    import inspect
+    """Import MetaSchedule's tensor intrinsics once per process (see fuzzharness.warmup)."""
+    from fuzzharness import warmup
 
-    for name, module in list(sys.modules.items()):
-        spec = getattr(module, "__spec__", None)
-        if spec is not None and spec.origin == "frozen":
-            inspect.modulesbyfile.setdefault(f"<frozen {name}>", name)
-    import tvm.s_tir.tensor_intrin  # noqa: F401
+    warmup.tensor_intrinsics()
 
 
 def metaschedule_schedule(func, data: Any):

@@ -1,0 +1,183 @@
+"""Harness throughput vs a bare in-process loop, on the same stream of cases.
+
+    python benchmarks/throughput.py [--cases 150] [--seed 1] [--workers 1,2] [--warmup 10]
+
+The stream: cases ``0 .. N-1`` of one campaign seed (default generation settings, llvm).
+
+*bare*     one process, no isolation, no database, no oracle model: for each case, generate
+           it, parse its workload, replay its trace, ``tvm.compile``, run on numpy inputs and
+           compare with a float64 numpy reference (``np.allclose``).  The least work a fuzz
+           loop over these cases can do.
+*harness*  a real campaign (``fuzzharness.engine.campaign.Campaign``) with 1 and 2 worker
+           processes: generation and execution in the workers, the stage split, poisoned
+           outputs, error-bound oracle, crash isolation, a SQLite commit per case, buckets.
+
+Rates are steady-state: the bare loop is timed after ``--warmup`` cases (TVM import and
+first compiles excluded); the harness rate is taken from the commit times stored in the
+database, from the result after the first one per worker to the last (worker start-up —
+importing TVM — excluded; it is printed separately as the end-to-end rate).  Each run prints
+the 1-minute load average before and after: the machine may be shared, and a ratio is only
+meaningful when the load did not change under it.  The bare loop runs first and last; the
+difference between the two is the noise floor.
+
+Last, an *interleaved* in-process comparison that shrugs off load changes: case by case,
+the bare loop's work and the worker's own task function (``run_task``: generate, replay,
+stage-split build, run, oracle) alternate in one process.  It isolates the per-case work
+of the harness from its process and database machinery.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load {one:.2f}/{five:.2f}"
+
+
+def bare_loop(seed: int, indices: range) -> tuple[float, dict[str, int]]:
+    """Seconds for the bare loop over ``indices``; outcome counts."""
+    import tvm
+
+    from fuzzharness.tvm_support import replay_trace
+    from generators.cases import GenSettings, generate_case
+    from generators.inputs import make_inputs
+    from generators.workloads import workloads
+    from oracles.numerics import numpy_dtype
+    from oracles.program import Numerics
+
+    settings = GenSettings()
+    outcomes = {"ok": 0, "mismatch": 0, "error": 0}
+    t0 = time.perf_counter()
+    for i in indices:
+        case = generate_case(seed, i, settings)
+        wl = workloads[case.workload_name]
+        try:
+            func = wl.prim_func(case.params)
+            sch = replay_trace(func, case.trace)
+            lib = tvm.compile(sch.mod, target=case.target)
+            specs, outs = wl.inputs(case.params), wl.outputs(case.params)
+            inputs = make_inputs(specs, case.inputs["distribution"], case.inputs["seed"])
+            args = [tvm.runtime.tensor(inputs[s.name]) for s in specs]
+            args += [tvm.runtime.tensor(np.zeros(o.shape, numpy_dtype(o.dtype))) for o in outs]
+            lib["main"](*args)
+            ref = wl.reference(case.params, inputs, Numerics(func))
+            ok = all(np.allclose(a.numpy().astype(np.float64), ref[o.name].value,
+                                 rtol=1e-2, atol=1e-2)
+                     for o, a in zip(outs, args[len(specs):], strict=True))
+            outcomes["ok" if ok else "mismatch"] += 1
+        except Exception:  # noqa: BLE001 - schedule rejections and compile errors are cases too
+            outcomes["error"] += 1
+    return time.perf_counter() - t0, outcomes
+
+
+def harness_run(seed: int, n: int, workers: int, out: Path) -> dict:
+    import sqlite3
+
+    from fuzzharness.engine.campaign import Campaign
+    from fuzzharness.settings import CampaignSettings
+
+    settings = CampaignSettings(seed=seed, time_budget=0.0, max_cases=n, workers=workers)
+    t0 = time.perf_counter()
+    summary = Campaign(out, settings, progress=False).run()
+    wall = time.perf_counter() - t0
+    con = sqlite3.connect(out / "results.sqlite")
+    finished = sorted(r[0] for r in con.execute("SELECT finished FROM results"))
+    timings: dict[str, float] = {}
+    import json
+
+    for (vj,) in con.execute("SELECT verdict_json FROM results"):
+        for k, v in json.loads(vj).get("timings", {}).items():
+            timings[k] = timings.get(k, 0.0) + v
+    con.close()
+    steady = (len(finished) - workers) / (finished[-1] - finished[workers - 1])
+    return {"wall": wall, "rate_e2e": n / wall, "rate": steady, "counts": summary.counts,
+            "timings": {k: v / n for k, v in sorted(timings.items())}}
+
+
+def interleaved(seed: int, n: int) -> tuple[float, float]:
+    """Seconds of bare work and of ``run_task`` work over the same cases, alternated."""
+    from fuzzharness.engine.tasks import run_task
+    from generators.cases import GenSettings
+
+    gen = GenSettings().to_dict()
+    bare = task = 0.0
+    for i in range(n):
+        t = time.perf_counter()
+        bare_loop(seed, range(i, i + 1))
+        bare += time.perf_counter() - t
+        t = time.perf_counter()
+        run_task({"task": i, "generate": {"seed": seed, "index": i, "settings": gen}},
+                 lambda msg: None)
+        task += time.perf_counter() - t
+    return bare, task
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", type=int, default=150)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--workers", default="1,2")
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--interleaved", type=int, default=60, metavar="N",
+                    help="cases for the interleaved in-process comparison (0: skip)")
+    args = ap.parse_args()
+    n, seed = args.cases, args.seed
+    worker_counts = [int(w) for w in args.workers.split(",")]
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(f"throughput: {n} cases of seed {seed}, {cpus} CPUs, {load()}")
+
+    import tvm  # noqa: F401
+
+    from fuzzharness.tvm_support import versions
+
+    print(f"versions: {versions()}")
+    bare_loop(seed + 1000, range(args.warmup))  # warm up (other cases: no cache advantage)
+
+    before = load()
+    bare_s, bare_out = bare_loop(seed, range(n))
+    bare_rate = n / bare_s
+    print(f"bare loop          {bare_rate:6.2f} cases/s  ({bare_s:.1f} s; {bare_out}; "
+          f"{before} → {load()})")
+
+    rates = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for w in worker_counts:
+            before = load()
+            h = harness_run(seed, n, w, Path(tmp) / f"w{w}")
+            rates[w] = h["rate"]
+            print(f"harness {w} worker{'s' if w > 1 else ' '} {h['rate']:6.2f} cases/s steady, "
+                  f"{h['rate_e2e']:.2f} end to end ({h['wall']:.1f} s; {before} → {load()})"
+                  f"   ratio to bare {h['rate'] / bare_rate:.3f}")
+            print("    per case (worker-side): " + ", ".join(
+                f"{k} {v * 1000:.1f} ms" for k, v in h["timings"].items()))
+
+    before = load()
+    bare2_s, _ = bare_loop(seed, range(n))
+    print(f"bare loop again    {n / bare2_s:6.2f} cases/s  ({bare2_s:.1f} s; {before} → {load()})")
+    bare_mean = (n / bare_s + n / bare2_s) / 2
+    print("summary:")
+    for w in worker_counts:
+        print(f"  harness/bare with {w} worker{'s' if w > 1 else ''}: "
+              f"{rates[w] / bare_mean:.3f}  (bare = mean of both bare runs, {bare_mean:.2f}/s)")
+    if 1 in rates and 2 in rates:
+        print(f"  scaling 1 → 2 workers: {rates[2] / rates[1]:.2f}x")
+    if args.interleaved:
+        b, t = interleaved(seed, args.interleaved)
+        print(f"  interleaved in-process, {args.interleaved} cases: bare {args.interleaved / b:.2f}/s, "
+              f"worker task {args.interleaved / t:.2f}/s, ratio {b / t:.3f}  ({load()})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""Verdicts for tasks that produced none: the worker died, hung, or ran out of memory.
+
+Shared by every executor (the local worker pool, and a remote one such as Ray): whoever
+notices that a worker process ended without a verdict calls :func:`death_verdict` or
+:func:`timeout_verdict` with what it knows — the process's return code, the last stage the
+worker announced, the tail of its log — so that a segfault reads the same whether it happened
+on this machine or on a cluster node.
+
+Classification rules (the ``details["kind"]`` of a ``crash``):
+
+``out_of_memory``  the log shows an allocation failure (std::bad_alloc, MemoryError, LLVM's
+                   "out of memory") or the executor itself killed the worker for exceeding its
+                   memory limit;
+``signal``         killed by a signal (SIGSEGV, SIGABRT, SIGILL, SIGBUS, SIGKILL from outside —
+                   the kernel's OOM killer sends SIGKILL too, which the message points out);
+``exit``           the process exited with a status without sending a verdict.
+
+A death is a TVM finding in every stage: even in ``verify`` (numpy, harness code) the likely
+cause is generated code that corrupted the heap earlier, and hiding that would hide a
+miscompile.  Exceptions in harness code are told apart inside the worker, where the
+traceback still exists (see :mod:`fuzzharness.execute`).
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from typing import Any
+
+from fuzzharness.verdict import Stage, Status, Verdict
+
+#: log lines that mean "an allocation failed" (C++, Python, LLVM, glibc, TVM's allocators)
+OOM_PATTERNS = re.compile(
+    r"std::bad_alloc|MemoryError|Cannot allocate memory|out of memory|Out of memory"
+    r"|Unable to allocate|failed to allocate|Failed to allocate|ENOMEM"
+)
+
+#: log lines worth quoting when a worker died: what TVM, LLVM or the C++ runtime said before
+#: dying (not TVM's warnings, and not faulthandler's "Fatal Python error: Aborted", which
+#: only repeats the signal)
+FATAL_LINE = re.compile(
+    r"Check failed|InternalError|LLVM ERROR|Assertion .* failed|terminate called"
+    r"|std::bad_alloc|MemoryError"
+)
+
+
+def signal_name(returncode: int | None) -> str | None:
+    """``SIGSEGV`` for a return code of -11 (what ``subprocess`` reports); None for exits."""
+    if returncode is None or returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def is_out_of_memory_text(text: str) -> bool:
+    return bool(OOM_PATTERNS.search(text or ""))
+
+
+def fatal_line(log_tail: str) -> str:
+    """The last line of the log that reads like a fatal error ("" when none)."""
+    for line in reversed((log_tail or "").splitlines()):
+        if FATAL_LINE.search(line) and "Warning" not in line:
+            return line.strip()[:300]
+    return ""
+
+
+def _stage(stage: str | Stage | None) -> Stage:
+    try:
+        return Stage(stage) if stage is not None else Stage.GENERATE
+    except ValueError:
+        return Stage.GENERATE
+
+
+def death_verdict(
+    returncode: int | None,
+    stage: str | Stage | None,
+    log_tail: str,
+    *,
+    elapsed: float = 0.0,
+    memory_limit_exceeded: str | None = None,
+) -> Verdict:
+    """The verdict of a task whose worker ended without answering.
+
+    ``memory_limit_exceeded``: set (to a short description) when the executor itself killed
+    the worker for using too much memory.
+    """
+    st = _stage(stage)
+    sig = signal_name(returncode)
+    details: dict[str, Any] = {"returncode": returncode, "log_tail": log_tail}
+    if sig:
+        details["signal"] = sig
+    fatal = fatal_line(log_tail)
+    if fatal:
+        details["fatal"] = fatal
+    if memory_limit_exceeded or is_out_of_memory_text(log_tail):
+        details["kind"] = "out_of_memory"
+        what = memory_limit_exceeded or "ran out of memory"
+    elif sig:
+        details["kind"] = "signal"
+        what = f"killed by {sig}"
+        if sig == "SIGKILL":
+            what += " (not by the harness: possibly the kernel's OOM killer)"
+    else:
+        details["kind"] = "exit"
+        what = f"exited with status {returncode}"
+    message = f"worker {what} in stage {st.value}" + (f": {fatal}" if fatal else "")
+    v = Verdict(Status.CRASH, st, message=message, details=details)
+    v.timings[st.value] = elapsed
+    return v
+
+
+def timeout_verdict(timeout: float, stage: str | Stage | None, log_tail: str, *,
+                    elapsed: float = 0.0) -> Verdict:
+    st = _stage(stage)
+    v = Verdict(Status.TIMEOUT, st, message=f"no result after {timeout:g} s in stage {st.value}",
+                details={"timeout_s": timeout, "log_tail": log_tail})
+    v.timings[st.value] = elapsed
+    return v
+
+
+def protocol_verdict(problem: str, stage: str | Stage | None, log_tail: str) -> Verdict:
+    """The worker answered something the driver cannot read: a harness bug, not TVM's."""
+    return Verdict(Status.HARNESS_ERROR, _stage(stage),
+                   message=f"worker protocol error: {problem}",
+                   details={"log_tail": log_tail, "kind": "protocol"})

@@ -1,0 +1,90 @@
+"""Facts for bucketing failures, computed in the worker where the TVM objects still exist.
+
+Two things feed a bucket signature (:mod:`fuzzharness.buckets`) besides the case itself:
+
+* :func:`throw_site` — where inside TVM an exception was thrown: the innermost C++ frame's
+  source file (relative to TVM's ``src/``) and function, without line numbers or argument
+  lists, e.g. ``tirx/transform/storage_rewrite.cc:tvm::tirx::StoragePlanRewriter::Mutate_``.
+  It names the failing pass more reliably than the message text, and survives TVM upgrades
+  that move lines.
+* :func:`schedule_facts` — facts about the *scheduled* loop nest of a case that computed a
+  wrong answer (which has no error text to go by).  Each fact is a short name; the list is
+  sorted.  Current facts:
+
+  ``loop_mixes_spatial_and_reduction``  one loop variable feeds both a spatial and a
+      reduction iterator of the same block (e.g. ``fuse`` of a spatial and a reduction loop).
+
+Both are best effort: they never raise (a triage bug must not turn a finding into a
+harness error) and return empty values when they cannot tell.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ARGS = re.compile(r"\(.*\)\s*(const)?\s*$")
+
+
+def throw_site(exc: BaseException) -> str:
+    """``file:function`` of the innermost TVM frame of ``exc``'s traceback ("" if none)."""
+    try:
+        frames = []
+        tb = exc.__traceback__
+        while tb is not None:
+            frames.append((tb.tb_frame.f_code.co_filename, tb.tb_frame.f_code.co_name))
+            tb = tb.tb_next
+        for filename, func in reversed(frames):
+            norm = filename.replace("\\", "/")
+            if norm.endswith((".cc", ".h", ".cpp")):
+                path = norm.split("/src/", 1)[1] if "/src/" in norm else norm.rsplit("/", 1)[-1]
+                return f"{path}:{_function_name(func)}"
+        for filename, func in reversed(frames):
+            norm = filename.replace("\\", "/")
+            for pkg in ("/tvm/", "/tvm_ffi/"):
+                if pkg in norm:
+                    return f"{pkg.strip('/')}/{norm.rsplit(pkg, 1)[1]}:{func}"
+    except Exception:  # noqa: BLE001 - best effort
+        pass
+    return ""
+
+
+def _function_name(signature: str) -> str:
+    """``tvm::tirx::X::Mutate_`` from ``virtual Ret<T> tvm::tirx::X::Mutate_(const A*, B)``."""
+    head = _ARGS.sub("", signature.strip())
+    depth, cut = 0, 0
+    for i, ch in enumerate(head):  # the last top-level space separates return type and name
+        if ch in "<(":
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        elif ch == " " and depth == 0:
+            cut = i + 1
+    return head[cut:] or signature[:120]
+
+
+def schedule_facts(mod) -> list[str]:
+    try:
+        return sorted(_facts(mod))
+    except Exception:  # noqa: BLE001 - best effort
+        return []
+
+
+def _facts(mod) -> set[str]:
+    import tvm_ffi
+    from tvm import s_tir, tirx
+
+    facts: set[str] = set()
+
+    def on_realize(realize) -> None:
+        kinds: dict[int, set[int]] = {}  # keyed by handle hash: Var.__eq__ builds an expression
+        for iv, value in zip(realize.block.iter_vars, realize.iter_values, strict=False):
+            found: list = []
+            tvm_ffi.structural_walk(value, [(tirx.Var, found.append)])
+            for v in found:
+                kinds.setdefault(hash(v), set()).add(int(iv.iter_type))
+        if any(0 in k and 2 in k for k in kinds.values()):
+            facts.add("loop_mixes_spatial_and_reduction")
+
+    for _, func in mod.functions.items():
+        tvm_ffi.structural_walk(func, [(s_tir.SBlockRealize, on_realize)])
+    return facts

@@ -1,0 +1,67 @@
+"""One-time, per-process setup costs, kept out of the per-case timeout.
+
+Some TVM features cost seconds once per process and milliseconds after: importing
+``tvm.s_tir.tensor_intrin`` (MetaSchedule, dlight, tensorize) parses ~250 TVMScript
+functions.  Workers are persistent, so the cost lands on whichever case first needs it; on
+a loaded machine that can exceed a short per-case timeout and turn an innocent case into a
+``timeout`` finding.  Code that pays such a cost goes through :func:`once`; inside a worker a
+notifier tells the driver when the setup starts and ends, and the driver stops the case's
+clock meanwhile (the setup has its own, generous limit: ``pool.SETUP_TIMEOUT``).
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+Notifier = Callable[[str, str, float], None]  # (event "begin"|"end", name, seconds)
+
+_done: dict[str, Any] = {}
+_notify: Notifier | None = None
+
+
+def set_notifier(fn: Notifier | None) -> None:
+    global _notify
+    _notify = fn
+
+
+def once(name: str, fn: Callable[[], Any]) -> Any:
+    """Run ``fn`` the first time ``name`` is asked for in this process; return its result."""
+    if name in _done:
+        return _done[name]
+    if _notify is not None:
+        _notify("begin", name, 0.0)
+    t0 = time.perf_counter()
+    try:
+        _done[name] = fn()
+    finally:
+        if _notify is not None:
+            _notify("end", name, time.perf_counter() - t0)
+    return _done[name]
+
+
+def tensor_intrinsics() -> None:
+    """Register TVM's tensor intrinsics (wmma, mma, dot-product...) by name, once."""
+    once("tensor_intrinsics", _import_tensor_intrinsics)
+
+
+def _import_tensor_intrinsics() -> None:
+    # Each of the ~250 TVMScript parses calls inspect.stack(); inspect.getmodule walks all of
+    # sys.modules for every frame whose file is not a module (the frozen import machinery).
+    # Telling inspect which modules those frames belong to (a cache it fills itself on a
+    # miss) cuts the import from ≈ 12 s to ≈ 4 s.
+    _seed_inspect_cache()
+    import tvm.s_tir.tensor_intrin  # noqa: F401
+
+
+@functools.cache
+def _seed_inspect_cache() -> None:
+    import inspect
+
+    for name, module in list(sys.modules.items()):
+        spec = getattr(module, "__spec__", None)
+        if spec is not None and spec.origin == "frozen":
+            inspect.modulesbyfile.setdefault(f"<frozen {name}>", name)

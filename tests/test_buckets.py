@@ -1,0 +1,290 @@
+"""Classification and dedup: real TVM failures → signatures → buckets → known bugs."""
+
+import io
+import json
+import sqlite3
+
+import pytest
+
+from fuzzharness.buckets import (
+    KnownBugs,
+    KnownBugsError,
+    normalize_message,
+    signature,
+    trace_primitives,
+)
+from fuzzharness.case import Case
+from fuzzharness.engine.db import ResultsDB
+from fuzzharness.engine.progress import Progress
+from fuzzharness.execute import execute
+from fuzzharness.verdict import Stage, Status, Verdict
+from generators.cases import GenSettings, generate_case
+from tests.conftest import run_cli
+
+
+# -- normalisation --------------------------------------------------------------------------
+@pytest.mark.parametrize("a, b", [
+    ("InternalError: Check failed: lanes > 1 (1 vs. 1) : ",
+     "InternalError: Check failed: lanes > 4 (3 vs. 4) : "),
+    ("TVMError: variable i0_1 has been used before definition at 0x7f12ab34",
+     "TVMError: variable ax3_ax4_fused_0 has been used before definition at 0x55aa00ff"),
+    ("InternalError: Check failed: (a.dtype() == b.dtype()) float16 vs float32 in "
+     "/project/src/tirx/ir/expr.cc:123",
+     "InternalError: Check failed: (a.dtype() == b.dtype()) float32 vs float64 in "
+     "/other/build/src/tirx/ir/expr.cc:456"),
+    ("ScheduleError: An error occurred in the schedule primitive 'fuse'.\n"
+     "The IR with diagnostic is:\n# from tvm.script import tirx as T\n"
+     "    for i_0 in range(12):\nError message: The loops 'i_0' and 'j_1' cannot be fused",
+     "ScheduleError: An error occurred in the schedule primitive 'fuse'.\n"
+     "The IR with diagnostic is:\n    for k_outer in range(7):\n"
+     "Error message: The loops 'k_outer' and 'v2' cannot be fused"),
+])
+def test_instances_of_one_error_normalise_alike(a, b):
+    assert normalize_message(a) == normalize_message(b)
+    assert normalize_message(a)  # and keep something
+
+
+@pytest.mark.parametrize("a, b", [
+    ("InternalError: Check failed: lanes > 1 (1 vs. 1) : ",
+     "InternalError: Check failed: (op->kind != ForKind::kVectorized) is false: x"),
+    ("InternalError: Check failed: lanes > 1", "TVMError: Check failed: lanes > 1"),
+    ("TVMError: Cannot find buffer", "TVMError: Cannot find variable"),
+])
+def test_different_errors_stay_apart(a, b):
+    assert normalize_message(a) != normalize_message(b)
+
+
+def test_salient_line_skips_ir_dumps():
+    msg = ("ScheduleError: An error occurred in the schedule primitive 'split'.\n"
+           "The IR with diagnostic is:\n@T.prim_func\ndef main(A: T.Buffer((16, 16))):\n"
+           "Error message: The split factors do not cover the loop")
+    assert normalize_message(msg) == "ScheduleError: The split factors do not cover the loop"
+
+
+# -- real failures --------------------------------------------------------------------------
+def scheduled_case(workload, params, schedule, *, oracle="bound", distribution="uniform"):
+    """A case whose trace is ``schedule(sch, block, loops)`` applied with TVM's real Schedule."""
+    from tvm import s_tir
+
+    from fuzzharness.tvm_support import trace_to_json
+    from generators.workloads import workloads
+
+    sch = s_tir.Schedule(workloads[workload].prim_func(params))
+    block = sch.get_sblock("C" if workload == "matmul" else "B")
+    schedule(sch, block, sch.get_loops(block))
+    return Case(workload={"name": workload, "params": params},
+                inputs={"distribution": distribution, "seed": 3},
+                schedule={"source": "test", "trace": trace_to_json(sch.trace)},
+                oracle={"mode": oracle}, origin={"dtype": params["dtype"]})
+
+
+def nested_vectorize(sch, block, loops):
+    outer, inner = sch.split(loops[0], factors=[None, 2])
+    sch.vectorize(outer)
+    sch.vectorize(inner)
+
+
+def fuse_split_reorder(sch, block, loops):
+    fused = sch.fuse(loops[0], loops[1])
+    a, b = sch.split(fused, factors=[None, 4])
+    sch.reorder(b, a)
+
+
+def unit_vector_with_unroll_pragma(sch, block, loops):
+    _, inner = sch.split(loops[0], factors=[None, 1])
+    sch.vectorize(inner)
+    sch.annotate(inner, "pragma_auto_unroll_max_step", 16)
+    sch.annotate(inner, "pragma_unroll_explicit", 1)
+
+
+def split_reorder_reduction(sch, block, loops):
+    a, b = sch.split(loops[-1], factors=[None, 2])
+    sch.reorder(b, a)
+
+
+def run(case):
+    v = execute(case).verdict
+    return v, signature(case.to_dict(), v)
+
+
+@pytest.fixture(scope="module")
+def known():
+    return KnownBugs.load()  # the packaged file
+
+
+def test_one_compile_error_bug_is_one_bucket_across_workloads_and_dtypes(known):
+    cases = [scheduled_case("row_sum", {"M": 4, "N": 3, "dtype": "float32"}, nested_vectorize),
+             scheduled_case("row_sum", {"M": 10, "N": 7, "dtype": "float16"}, nested_vectorize),
+             scheduled_case("matmul", {"M": 6, "N": 5, "K": 9, "dtype": "float16-acc32"},
+                            nested_vectorize)]
+    sigs = []
+    for c in cases:
+        v, sig = run(c)
+        assert v.status is Status.COMPILE_ERROR and v.stage is Stage.LOWER, v.line()
+        assert "storage_rewrite.cc" in v.details["site"]
+        sigs.append(sig)
+    assert len({s.key for s in sigs}) == 1
+    assert len({(s.workload, s.dtype) for s in sigs}) == 3  # still recorded per failure
+    assert known.match(sigs[0], "0.27.0").id == "vectorize-nested-liftstorage"
+
+
+def test_wrong_results_carry_schedule_facts_and_match_the_known_fuse_bug(known):
+    sigs = []
+    for m, n in ((4, 3), (9, 5)):
+        v, sig = run(scheduled_case("row_sum", {"M": m, "N": n, "dtype": "float32"},
+                                    fuse_split_reorder))
+        assert v.status is Status.WRONG_RESULT, v.line()
+        assert sig.facts == ("loop_mixes_spatial_and_reduction",)
+        assert sig.primitives == ("fuse", "reorder", "split")
+        assert not sig.has_text
+        sigs.append(sig)
+    assert sigs[0].key == sigs[1].key  # same workload, dtype and schedule shape
+    assert known.match(sigs[0], "0.27.0").id == "fused-spatial-reduction-reorder"
+    assert known.match(sigs[0], "0.28.0") is None  # entries are pinned to a TVM version
+
+
+def test_correct_reorder_passes_and_has_no_bucket():
+    v, sig = run(scheduled_case("row_sum", {"M": 4, "N": 8, "dtype": "float32"},
+                                split_reorder_reduction))
+    assert v.status is Status.PASS and sig is None
+
+
+def test_vectorized_unit_loop_with_unroll_pragma_is_known(known):
+    v, sig = run(scheduled_case("row_sum", {"M": 4, "N": 3, "dtype": "float32"},
+                                unit_vector_with_unroll_pragma))
+    assert v.status is Status.COMPILE_ERROR, v.line()
+    assert sig.detail == "InternalError: Check failed: lanes > N (N vs. N)"
+    assert sig.site.startswith("ir/prim/vector_expr.cc:")
+    assert sig.primitives == ("split", "unroll", "vectorize")
+    assert known.match(sig, "0.27.0").id == "vectorized-unit-loop-unroll-pragma"
+
+
+def test_an_unknown_failure_is_new(known):
+    v = Verdict(Status.CRASH, Stage.CODEGEN, "worker killed by SIGSEGV",
+                details={"kind": "signal", "signal": "SIGSEGV"})
+    case = Case(workload={"name": "matmul", "params": {"M": 2, "N": 2, "K": 2, "dtype": "float32"}},
+                inputs={"distribution": "uniform", "seed": 1})
+    sig = signature(case.to_dict(), v)
+    assert sig.kind == "SIGSEGV" and known.match(sig, "0.27.0") is None
+
+
+def test_harness_errors_are_bucketed_but_not_findings():
+    v = execute(Case(workload={"name": "matmul", "params": {"M": 2, "N": 2, "K": 2, "dtype": "float32"}},
+                     inputs={"distribution": "no_such_distribution", "seed": 1})).verdict
+    sig = signature(None, v)
+    assert v.status is Status.HARNESS_ERROR and sig is not None and not sig.is_finding
+
+
+# -- primitives from traces -----------------------------------------------------------------
+def test_trace_primitives_name_the_schedule_methods_applied():
+    from tvm import s_tir
+
+    from fuzzharness.buckets import ANNOTATION_PRIMITIVES
+    from fuzzharness.tvm_support import blame_tvm
+
+    methods = {m for m in dir(s_tir.Schedule) if not m.startswith("_")}
+    checked = 0
+    for i in range(30):
+        try:
+            case = generate_case(3, i, GenSettings(metaschedule_fraction=0.0))
+        except Exception as e:  # a TVM crash while scheduling: a finding, not this test's business
+            assert blame_tvm(e), e
+            continue
+        checked += 1
+        got = set(trace_primitives(case.trace))
+        applied = {c for s in case.origin["steps"] if s["outcome"] == "accepted"
+                   for c in s.get("calls", []) if not c.startswith("sample_")}  # draws, not transforms
+        if applied & {"annotate", "unannotate"}:  # named after the annotation key in buckets
+            assert got & {"annotate", "unannotate", *ANNOTATION_PRIMITIVES.values()}, (i, got)
+        assert applied - {"annotate", "unannotate"} <= got, (i, applied, got)
+        assert got <= methods | set(ANNOTATION_PRIMITIVES.values()), got
+    assert checked >= 20
+
+
+# -- known-bugs files -----------------------------------------------------------------------
+def test_packaged_known_bugs_file_is_valid(known):
+    assert len(known) >= 3
+    for bug in known.bugs:
+        assert bug.link == "" or bug.link.startswith("https://github.com/apache/tvm/issues/")
+        assert bug.link or bug.status == "not yet reported"
+
+
+@pytest.mark.parametrize("doc, needle", [
+    ({"bug": [{"id": "x", "title": "t", "match": {"symptom": "wrong_answer"}}]}, "match.symptom"),
+    ({"bug": [{"id": "x", "title": "t", "match": {"symptom": "crash", "detail": "("}}]},
+     "not a regular expression"),
+    ({"bug": [{"id": "x", "title": "t", "match": {"symptom": "crash", "stages": "lower"}}]},
+     "unknown match key"),
+    ({"bug": [{"id": "x", "title": "t", "match": {"symptom": "crash"}},
+              {"id": "x", "title": "t", "match": {"symptom": "crash"}}]}, "duplicate id"),
+    ({"bug": [{"id": "x", "title": "t", "link": "tvm#12", "match": {"symptom": "crash"}}]},
+     "'link' must be a URL"),
+    ({"bug": [{"id": "x", "title": "t"}]}, "needs a [bug.match] table"),
+    ({"bugs": []}, "unknown top-level key"),
+])
+def test_bad_known_bugs_entries_are_refused(doc, needle):
+    with pytest.raises(KnownBugsError, match=needle.replace("[", r"\[")):
+        KnownBugs.from_doc(doc)
+
+
+def test_bad_known_bugs_file_is_a_usage_error(tmp_path):
+    bad = tmp_path / "known.toml"
+    bad.write_text('[[bug]]\nid = "x"\n')
+    r = run_cli("run", "--max-cases", "1", "--known-bugs", bad, "--out", tmp_path / "o")
+    assert r.returncode == 2 and "known-bugs" not in r.stdout
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "'title' must be a non-empty string" in lines[0], r.stderr
+    assert not (tmp_path / "o").exists()
+
+
+# -- the database ---------------------------------------------------------------------------
+V1_SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE campaign(id INTEGER PRIMARY KEY CHECK (id = 1), seed INTEGER NOT NULL,
+    settings TEXT NOT NULL, versions TEXT NOT NULL, created REAL NOT NULL);
+CREATE TABLE sessions(id INTEGER PRIMARY KEY AUTOINCREMENT, started REAL NOT NULL, ended REAL,
+    cases INTEGER NOT NULL DEFAULT 0, argv TEXT);
+CREATE TABLE results(idx INTEGER PRIMARY KEY, case_id TEXT, workload TEXT, dtype TEXT,
+    target TEXT, status TEXT NOT NULL, stage TEXT NOT NULL, ratio REAL, worst_error REAL,
+    digest TEXT, elapsed REAL, finished REAL NOT NULL, worker INTEGER, session INTEGER,
+    case_json TEXT, verdict_json TEXT NOT NULL);
+INSERT INTO meta VALUES ('application', 'tvm-fuzzharness'), ('schema', '1');
+INSERT INTO campaign VALUES (1, 5, '{}', '{}', 0);
+"""
+
+
+def test_a_version_1_database_is_migrated_with_its_buckets(tmp_path):
+    failing = [scheduled_case("row_sum", {"M": m, "N": 3, "dtype": "float32"}, nested_vectorize)
+               for m in (4, 6)]
+    passing = scheduled_case("row_sum", {"M": 4, "N": 8, "dtype": "float32"}, split_reorder_reduction)
+    con = sqlite3.connect(tmp_path / "results.sqlite")
+    con.executescript(V1_SCHEMA)
+    for idx, case in enumerate([passing, *failing]):
+        v = execute(case).verdict
+        con.execute("INSERT INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (idx, case.id, case.workload_name, "float32", "llvm", v.status.value,
+                     v.stage.value, None, None, v.digest, 0.1, 100.0 + idx, 0, 1,
+                     case.to_json(), json.dumps(v.to_dict())))
+    con.commit()
+    con.close()
+    db = ResultsDB(tmp_path)
+    (bucket,) = db.buckets()
+    assert bucket["count"] == 2 and bucket["example_idx"] == 1
+    assert bucket["signature"].symptom == "compile_error"
+    assert db.count() == 3
+    db.close()
+    db = ResultsDB(tmp_path)  # reopening does not migrate or count again
+    assert [b["count"] for b in db.buckets()] == [2]
+    db.close()
+
+
+def test_progress_line_shows_rate_failures_buckets_and_time_left():
+    out = io.StringIO()
+    p = Progress(total=None, deadline=None, enabled=True, stream=out)
+    p.start -= 10.0  # ten seconds in
+    p.deadline = p.start + 60.0
+    for _ in range(25):
+        p.done += 1
+    line = p.line({"pass": 20, "wrong_result": 3, "crash": 2}, restarts=1, buckets=3, new=1)
+    assert "25 cases" in line and "2.5/s" in line and "5 failures" in line
+    assert "3 buckets (1 new)" in line and "50s left" in line and "1 restarts" in line
