@@ -1,0 +1,35 @@
+"""One-time per-process setups do not count against the per-case timeout; slow cases do."""
+
+import os
+
+from fuzzharness.case import Case
+from fuzzharness.engine.pool import WorkerPool
+from fuzzharness.verdict import Status
+from tests.conftest import ROOT
+
+
+def env():
+    e = dict(os.environ)
+    e["FUZZHARNESS_PLUGINS"] = "tests.plugins.slow_setup"
+    e["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    return e
+
+
+def case(workload):
+    return Case(workload={"name": workload, "params": {"M": 3, "N": 5, "dtype": "float32"}},
+                inputs={"distribution": "uniform", "seed": 1}).to_dict()
+
+
+def test_setup_time_is_not_the_cases_time():
+    tasks = [{"task": 0, "case": case("test_slow_setup")}, {"task": 1, "case": case("test_slow_setup")}]
+    with WorkerPool(1, timeout=2.0, env=env()) as pool:
+        results = sorted(pool.run(tasks), key=lambda r: r.task["task"])
+    assert [r.verdict.status for r in results] == [Status.PASS, Status.PASS], \
+        [r.verdict.line() for r in results]
+    assert results[0].elapsed < 2.0  # the setup's 3 s were not charged to the case
+
+
+def test_a_slow_case_still_times_out():
+    with WorkerPool(1, timeout=2.0, env=env()) as pool:
+        (r,) = list(pool.run([{"task": 0, "case": case("test_slow_case")}]))
+    assert r.verdict.status is Status.TIMEOUT and r.verdict.stage.value == "generate"
