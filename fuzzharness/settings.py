@@ -17,6 +17,7 @@ A TOML file has two optional tables whose keys are the field names below::
     max_steps = 8
     max_reduction = 1024
     exact_fraction = 0.25
+    special_fraction = 0.1   # float-mode cases with inf/nan inputs, where a workload allows them
     target = { kind = "llvm" }
 
 Every key is checked: an unknown key, a wrong type or an unknown workload/primitive/dtype
@@ -80,7 +81,8 @@ class CampaignSettings:
 _CAMPAIGN_TYPES = {"seed": int, "time_budget": (int, float), "max_cases": int, "workers": int,
                    "timeout": (int, float), "memory_mb": int}
 _GEN_TYPES = {"workloads": list, "dtypes": list, "primitives": list, "max_steps": int,
-              "max_reduction": int, "exact_fraction": (int, float), "target": dict}
+              "max_reduction": int, "exact_fraction": (int, float),
+              "special_fraction": (int, float), "target": dict}
 
 
 def _checked(table: dict[str, Any], types: dict[str, Any], where: str) -> dict[str, Any]:

@@ -3,6 +3,13 @@
 Draw order (stable within a harness version): workload, its parameters, input mode and
 distribution, input seed, then the schedule.  The choice sequence is kept in
 ``case.origin["choices"]`` so a minimizer can replay and shrink it with Hypothesis.
+
+Input modes: a share ``exact_fraction`` of the cases uses the exact-integer mode (bitwise
+comparison) where the workload offers it; a case whose reduction is too long for its
+accumulation dtype's error model (``k·u ≥ 1``, read from the program) always uses it when
+available — a float-mode case there could only be ``inconclusive``.  Float-mode cases draw one
+of :data:`FLOAT_DISTRIBUTIONS`, or, with probability ``special_fraction`` and when some input
+allows IEEE special values, ``special_values``.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from generators import draw as draws
 from generators.inputs import EXACT_DISTRIBUTIONS, distributions
 from generators.schedules import ScheduleOptions, random_schedule
 from generators.workloads import GenOptions, workloads
+from oracles.program import Numerics
 
 FLOAT_DISTRIBUTIONS = ("uniform", "normal", "cancellation", "wide_range")
 
@@ -32,6 +40,7 @@ class GenSettings:
     max_steps: int = 8
     max_reduction: int = 1024
     exact_fraction: float = 0.25  # share of cases in the exact-integer mode
+    special_fraction: float = 0.1  # share of float-mode cases with inf/nan inputs (where allowed)
     target: dict[str, Any] = dataclasses.field(default_factory=lambda: {"kind": "llvm"})
 
     def to_dict(self) -> dict[str, Any]:
@@ -88,16 +97,21 @@ def draw_case(data: Any, settings: GenSettings) -> Case:
     options = GenOptions(dtypes=settings.dtypes, max_reduction=settings.max_reduction)
     params = workload.draw_params(data, options)
 
-    exact_ok = all(spec.int_max > 0 for spec in workload.inputs(params))
+    specs = workload.inputs(params)
+    func = workload.prim_func(params)
+    exact_ok = all(spec.int_max > 0 for spec in specs)
+    must_exact = bool(Numerics(func).meaningless_reductions())
     want_exact = data.draw(st.floats(0, 1)) < settings.exact_fraction
-    if want_exact and exact_ok:
+    want_special = data.draw(st.floats(0, 1)) < settings.special_fraction
+    if (want_exact or must_exact) and exact_ok:
         distribution, oracle = data.draw(st.sampled_from(sorted(EXACT_DISTRIBUTIONS))), "exact"
+    elif want_special and any(spec.specials for spec in specs):
+        distribution, oracle = "special_values", "bound"
     else:
         distribution, oracle = data.draw(st.sampled_from(FLOAT_DISTRIBUTIONS)), "bound"
     distributions[distribution]
     input_seed = data.draw(st.integers(0, 2**32 - 1))
 
-    func = workload.prim_func(params)
     sch, steps = random_schedule(
         func, data, ScheduleOptions(max_steps=settings.max_steps, primitives=settings.primitives)
     )

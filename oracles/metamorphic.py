@@ -1,0 +1,117 @@
+"""The second reference: TVM's build of the *unscheduled* program, and when to pay for it.
+
+Two references judge a case.  The float64 numpy reference with its error bound
+(:mod:`oracles.bounds`) decides pass/fail.  The unscheduled program built by TVM (same
+target, same pass configuration, same inputs) is the *baseline*; it serves twice:
+
+* **order-aware bitwise check** — when the schedule keeps every output element's operations
+  and their order (:func:`oracles.order.accumulation_order`), the kernel must reproduce the
+  baseline bit for bit.  A difference that still passes the bound is
+  ``order_preserving_divergence`` (worth a report, not a wrong result); a difference beyond
+  the bound is a ``wrong_result`` anyway.
+* **cross-check of the numpy reference** — when the baseline itself fails the bound, the
+  float64 reference and TVM's default lowering disagree about the *unscheduled* program:
+  ``reference_mismatch``, a finding about the reference or about TVM's lowering, never
+  blamed on the schedule.
+
+When the baseline is built (:func:`plan`), because it costs a second compile:
+
+``self``   the scheduled module is structurally equal to the unscheduled one (an empty or
+           fully rejected schedule): the kernel's own outputs are the baseline, free.
+``build``  (a) bound mode and the schedule is order-preserving: the bitwise check needs it;
+           (b) the kernel failed (``wrong_result``/``nan_inf``): to tell a schedule bug from a
+           reference or lowering bug before anyone reads the report.
+``skip``   everything else: a reassociating schedule that passes, and every exact-integer case
+           that passes (its reference is already bitwise, so the baseline adds nothing).
+
+Measured on the default generator (``benchmarks/baseline_cost.py``, llvm, one process): building
+the baseline for every case costs about as much again as the case's own compile, while the
+policy above builds it for a minority of cases; the numbers are in that script's output
+and in the closing note of the issue.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from fuzzharness.verdict import Status
+from oracles.bounds import Expected
+from oracles.compare import Judgement, first_bit_difference, judge
+from oracles.order import OrderAnalysis
+
+FAILED = frozenset({Status.WRONG_RESULT, Status.NAN_INF})
+
+POLICIES = ("auto", "always", "never")
+
+
+def plan(judgement: Judgement, order: OrderAnalysis, same_program: bool, exact: bool,
+         policy: str = "auto") -> str:
+    """``self`` / ``build`` / ``skip`` (see the module docstring)."""
+    if policy not in POLICIES:
+        raise ValueError(f"unknown baseline policy {policy!r}; known: {', '.join(POLICIES)}")
+    if same_program:
+        return "self"
+    if policy == "always":
+        return "build"
+    if policy == "never":
+        return "skip"
+    if judgement.status in FAILED:
+        return "build"
+    if order.preserved and not exact:
+        return "build"
+    return "skip"
+
+
+@dataclasses.dataclass
+class Conclusion:
+    status: Status
+    message: str | None  # replaces the judgement's message when set
+    details: dict[str, Any]
+
+
+def conclude(
+    judgement: Judgement,
+    order: OrderAnalysis,
+    expected: dict[str, Expected],
+    outputs: dict[str, np.ndarray],
+    baseline: dict[str, np.ndarray] | None,
+    how: str,
+) -> Conclusion:
+    """Combine the bound's judgement with the baseline (None when it was not built)."""
+    details: dict[str, Any] = {"order": order.to_dict(), "baseline": how}
+    if baseline is None:
+        return Conclusion(judgement.status, None, details)
+    base = judge(expected, baseline)
+    details["baseline_ratio"] = base.ratio
+    if base.status in FAILED:
+        who = "the program itself (no schedule applied)" if how == "self" else "TVM's unscheduled build"
+        details["baseline_message"] = base.message
+        return Conclusion(
+            Status.REFERENCE_MISMATCH,
+            f"{who} disagrees with the float64 reference: {base.message} — a bug in the "
+            "reference or in TVM's lowering of the unscheduled program, not in the schedule",
+            details,
+        )
+    if how == "self" or not order.preserved:
+        return Conclusion(judgement.status, None, details)
+    diff = first_bit_difference(outputs, baseline)
+    details["bitwise_equal_to_baseline"] = diff is None
+    if diff is None or judgement.status in FAILED:
+        return Conclusion(judgement.status, None, details)
+    name, idx = diff
+    got, ref = _at(outputs[name], idx), _at(baseline[name], idx)
+    details["first_difference"] = [name, idx]
+    return Conclusion(
+        Status.ORDER_PRESERVING_DIVERGENCE,
+        f"{name}{idx}: got {got!r}, the unscheduled build gives {ref!r} although the schedule "
+        f"keeps every element's operations and order (within the bound: error/bound "
+        f"{judgement.ratio:.3g})",
+        details,
+    )
+
+
+def _at(a: np.ndarray, idx: list[int]) -> float:
+    return float(np.asarray(a)[tuple(idx)].astype(np.float64)) if idx else float("nan")
