@@ -6,8 +6,8 @@ distribution, input seed, then the schedule.  The choice sequence is kept in
 
 Input modes: a share ``exact_fraction`` of the cases uses the exact-integer mode (bitwise
 comparison) where the workload offers it; a case whose reduction is too long for its
-accumulation dtype's error model (``k·u ≥ 1``, read from the program) always uses it when
-available — a float-mode case there could only be ``inconclusive``.  Float-mode cases draw one
+accumulation dtype's error model to say much (``k·u ≥ 1/2``, read from the program, see
+:meth:`oracles.program.Numerics.meaningless_reductions`) always uses it when available.  Float-mode cases draw one
 of :data:`FLOAT_DISTRIBUTIONS`, or, with probability ``special_fraction`` and when some input
 allows IEEE special values, ``special_values``.
 """

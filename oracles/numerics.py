@@ -139,7 +139,8 @@ def numpy_dtype(dtype: str) -> np.dtype:
 
 def round_to(x: np.ndarray, dtype: str) -> np.ndarray:
     """Round float64 values to ``dtype`` (round to nearest even) and return them in that dtype."""
-    return np.asarray(x).astype(numpy_dtype(dtype))
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow to ±inf is the rounding
+        return np.asarray(x).astype(numpy_dtype(dtype))
 
 
 def int_range(dtype: str) -> tuple[int, int]:

@@ -40,6 +40,7 @@ Conventions every workload keeps:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, ClassVar
 
 import numpy as np
@@ -121,18 +122,14 @@ class Workload:
 
     # -- helpers ------------------------------------------------------------------------
     def prim_func(self, params: dict[str, Any]):
-        from fuzzharness.tvm_support import parse_prim_func
-
-        return parse_prim_func(self.source(params))
+        return _parse(self.source(params))
 
     def kernel_prim_func(self, params: dict[str, Any], func=None):
         """The PrimFunc of :meth:`kernel_source` (``func`` when the texts agree)."""
-        from fuzzharness.tvm_support import parse_prim_func
-
         text = self.kernel_source(params)
         if func is not None and text == self.source(params):
             return func
-        return parse_prim_func(text)
+        return _parse(text)
 
     def allowed_labels(self, options: GenOptions) -> list[str]:
         labels = [d for d in self.dtype_labels if options.dtypes is None or d in options.dtypes]
@@ -140,6 +137,15 @@ class Workload:
 
 
 workloads: Registry[Workload] = Registry("workload")
+
+
+@functools.lru_cache(maxsize=64)
+def _parse(text: str):
+    """Parsing TVMScript costs ~40 ms; a worker parses each case's program when it generates
+    the case and again when it runs it.  PrimFuncs are immutable, so sharing one is safe."""
+    from fuzzharness.tvm_support import parse_prim_func
+
+    return parse_prim_func(text)
 
 
 def register(cls: type[Workload]) -> type[Workload]:
@@ -249,6 +255,18 @@ def exact_int_max(k: int, in_dtype: str, sum_dtypes: tuple[str, ...], *, product
     per_term = min(cap(d) for d in sum_dtypes) // max(k, 1)
     m = int(np.floor(np.sqrt(per_term))) if products else per_term
     return max(min(m, cap(in_dtype)), 0)
+
+
+def reduction_limit(options: GenOptions, label: str) -> int:
+    """The longest reduction worth drawing for a dtype label: ``options.max_reduction``, capped
+    at ``2^p`` of a float accumulator — beyond it neither mode can judge (``k·u ≥ 1`` and not
+    even inputs of magnitude 1 keep every partial sum exact), so such a case could only be
+    inconclusive."""
+    from oracles import numerics
+
+    acc = DTYPE_LABELS[label][1]
+    cap = numerics.fmt(acc).max_exact_int if numerics.is_float(acc) else options.max_reduction
+    return max(1, min(options.max_reduction, cap))
 
 
 def draw_extent(data: Any, hi: int, *, lo: int = 1) -> int:

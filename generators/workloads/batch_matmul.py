@@ -27,6 +27,7 @@ from generators.workloads.base import (
     draw_extent,
     draw_label,
     exact_int_max,
+    reduction_limit,
     register,
 )
 from generators.workloads.matmul import dot, int_scale, specials
@@ -44,7 +45,7 @@ class BatchMatmul(Workload):
         batch = draw_extent(data, 4)
         m = draw_extent(data, 24)
         n = draw_extent(data, 24)
-        k = draw_extent(data, min(options.max_reduction, 512))
+        k = draw_extent(data, min(reduction_limit(options, dtype), 512))
         ta = data.draw(st.booleans())
         tb = data.draw(st.booleans())
         return {"batch": batch, "M": m, "N": n, "K": k, "transpose_a": ta, "transpose_b": tb,

@@ -29,6 +29,7 @@ from generators.workloads.base import (
     draw_extent,
     draw_label,
     exact_int_max,
+    reduction_limit,
     register,
 )
 from generators.workloads.matmul import int_scale, specials
@@ -100,7 +101,7 @@ class Conv2d(Workload):
         f = draw_extent(data, 16)
         p.update(F=f, layout=layout, dtype=label)
         # keep the reduction within max_reduction and the work within MAX_MACS
-        while p["C"] > 1 and p["C"] * p["KH"] * p["KW"] > options.max_reduction:
+        while p["C"] > 1 and p["C"] * p["KH"] * p["KW"] > reduction_limit(options, label):
             p["C"] = max(1, p["C"] // 2)
         while self.macs(p) > MAX_MACS and (p["H"] > 1 or p["F"] > 1):
             if p["F"] > 1:

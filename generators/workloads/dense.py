@@ -26,6 +26,7 @@ from generators.workloads.base import (
     buf,
     draw_extent,
     draw_label,
+    reduction_limit,
     register,
 )
 from generators.workloads.matmul import dot
@@ -47,7 +48,7 @@ class Dense(Workload):
         label = draw_label(data, self, options)
         m = draw_extent(data, 32)
         n = draw_extent(data, 64)
-        k = draw_extent(data, options.max_reduction)
+        k = draw_extent(data, reduction_limit(options, label))
         relu = data.draw(st.booleans())
         return {"M": m, "N": n, "K": k, "relu": relu, "dtype": label}
 

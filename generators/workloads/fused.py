@@ -27,6 +27,7 @@ from generators.workloads.base import (
     buf,
     draw_extent,
     draw_label,
+    reduction_limit,
     register,
 )
 from generators.workloads.matmul import dot
@@ -46,7 +47,7 @@ class FusedEpilogue(Workload):
         label = draw_label(data, self, options)
         m = draw_extent(data, 32)
         n = draw_extent(data, 32)
-        k = draw_extent(data, min(options.max_reduction, 256))
+        k = draw_extent(data, min(reduction_limit(options, label), 256))
         names = chain.op_names(integer_only=label == "int8")
         steps = []
         for _ in range(data.draw(st.integers(1, 3))):

@@ -26,6 +26,7 @@ from generators.workloads.base import (
     draw_extent,
     draw_label,
     exact_int_max,
+    reduction_limit,
     register,
 )
 from oracles import bounds, numerics
@@ -55,7 +56,7 @@ class Matmul(Workload):
         dtype = draw_label(data, self, options)
         m = draw_extent(data, 64)
         n = draw_extent(data, 64)
-        k = draw_extent(data, options.max_reduction)
+        k = draw_extent(data, reduction_limit(options, dtype))
         return {"M": m, "N": n, "K": k, "dtype": dtype}
 
     def source(self, p: dict[str, Any]) -> str:

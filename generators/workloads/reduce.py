@@ -34,6 +34,7 @@ from generators.workloads.base import (
     lowest,
     lowest_value,
     minmax_dtype,
+    reduction_limit,
     register,
 )
 from oracles import bounds, numerics
@@ -53,7 +54,7 @@ class Reduce(Workload):
         rank = data.draw(st.integers(1, 4))
         shape = [draw_extent(data, MAX_EXTENT[rank]) for _ in range(rank)]
         axes = sorted(set(data.draw(st.lists(st.integers(0, rank - 1), min_size=1, max_size=rank))))
-        while int(np.prod([shape[a] for a in axes])) > options.max_reduction:
+        while int(np.prod([shape[a] for a in axes])) > reduction_limit(options, label):
             a = max(axes, key=lambda i: shape[i])
             shape[a] = max(1, shape[a] // 2)
         return {"op": op, "shape": shape, "axes": axes, "dtype": label}

@@ -22,6 +22,7 @@ from generators.workloads.base import (
     draw_extent,
     draw_label,
     exact_int_max,
+    reduction_limit,
     register,
 )
 from oracles import bounds, numerics
@@ -40,7 +41,7 @@ class RowSum(Workload):
     def draw_params(self, data: Any, options: GenOptions) -> dict[str, Any]:
         dtype = draw_label(data, self, options)
         m = draw_extent(data, 128)
-        n = draw_extent(data, options.max_reduction)
+        n = draw_extent(data, reduction_limit(options, dtype))
         return {"M": m, "N": n, "dtype": dtype}
 
     def source(self, p: dict[str, Any]) -> str:
