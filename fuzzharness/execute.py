@@ -44,6 +44,9 @@ from fuzzharness.verdict import Stage, Status, Verdict
 
 StageCallback = Callable[[Stage], None]
 
+#: compiled unscheduled programs (see oracles.metamorphic), least recently used first
+_BASELINES: dict[tuple[str, str, str], Any] = {}
+
 
 @dataclasses.dataclass
 class Outcome:
@@ -116,11 +119,21 @@ class Execution:
             status = Status.COMPILE_ERROR
         return Verdict(status, stage, message=message, timings=self.timings, details=details)
 
-    def _run(self, backend, mod, specs, out_specs, inputs) -> dict[str, np.ndarray]:
-        """Compile ``mod`` with the case's target and options and run it on ``inputs``."""
+    def _run_baseline(self, backend, workload, func, specs, out_specs, inputs):
+        """The unscheduled program's outputs; its build is cached per program, target, options."""
+        from fuzzharness.case import canonical_json
+        from oracles.metamorphic import BASELINE_CACHE_SIZE
+
         case = self.case
-        program = backend.build(backend.codegen(backend.lower(mod, case.target, case.pass_config),
-                                                case.target))
+        key = (workload.source(case.params), canonical_json(case.target),
+               canonical_json(case.pass_config))
+        program = _BASELINES.pop(key, None)
+        if program is None:
+            program = backend.build(backend.codegen(
+                backend.lower(tvm_module(func), case.target, case.pass_config), case.target))
+        _BASELINES[key] = program  # most recently used last
+        while len(_BASELINES) > BASELINE_CACHE_SIZE:
+            _BASELINES.pop(next(iter(_BASELINES)))
         args = [inputs[s.name].copy() for s in specs]
         args += [poison(o.shape, np.dtype(inputs_dtype(o.dtype))) for o in out_specs]
         results = backend.run(program, args, len(out_specs))
@@ -176,11 +189,11 @@ class Execution:
                 scheduled = sch.mod["main"]
                 order = accumulation_order(func, scheduled)
                 how = metamorphic.plan(j, order, structural_equal(func, scheduled), exact,
-                                       self.baseline_policy)
+                                       self.baseline_policy, metamorphic.sample_point(case.id))
             baseline = outputs if how == "self" else None
             if how == "build":
                 with self.stage(Stage.BASELINE):
-                    baseline = self._run(backend, tvm_module(func), specs, out_specs, inputs)
+                    baseline = self._run_baseline(backend, workload, func, specs, out_specs, inputs)
                 outcome.baseline = baseline
             with self.stage(Stage.VERIFY):
                 c = metamorphic.conclude(j, order, expected, outputs, baseline, how)
@@ -218,7 +231,7 @@ def execute(case: Case, on_stage: StageCallback | None = None, *, baseline: str 
     """Run ``case`` end to end; never raises for anything TVM or the case does.
 
     ``baseline``: when to build the unscheduled program as the metamorphic reference —
-    ``auto`` (the default policy of :func:`oracles.metamorphic.plan`), ``always`` or
-    ``never`` (benchmarks compare them).
+    ``auto`` (the default policy of :func:`oracles.metamorphic.plan`), ``order`` (every
+    order-preserving case), ``always`` or ``never`` (benchmarks compare them).
     """
     return Execution(case, on_stage, baseline).run()

@@ -66,7 +66,12 @@ REDUCTION_BLOCK = {"matmul": "C", "row_sum": "B", "conv2d": "conv"}
 
 
 def random_schedule(func, block_name: str, rng: random.Random):
-    """A legal reassociating schedule, or None when TVM refused the draw."""
+    """A legal reassociating schedule's PrimFunc (raises ScheduleError when TVM refuses)."""
+    return reassociating_schedule(func, block_name, rng).mod["main"]
+
+
+def reassociating_schedule(func, block_name: str, rng: random.Random):
+    """The schedule itself (its trace replays in a Case)."""
     from tvm import s_tir
 
     sch = s_tir.Schedule(func)
@@ -99,7 +104,7 @@ def random_schedule(func, block_name: str, rng: random.Random):
     elif r_loops and rng.random() < 0.25:
         loops = list(sch.get_loops(block))
         sch.decompose_reduction(block, rng.choice(loops))
-    return sch.mod["main"]
+    return sch
 
 
 def every_slice_has_work(sch, block, loop) -> bool:

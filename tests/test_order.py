@@ -190,7 +190,7 @@ def test_order_preserving_schedules_are_bitwise_equal_to_the_baseline(workload, 
         case = Case(workload={"name": workload, "params": params},
                     inputs={"distribution": "uniform", "seed": n},
                     schedule={"source": "test", "trace": trace_to_json(sch.trace)})
-        v = execute(case).verdict
+        v = execute(case, baseline="order").verdict
         assert v.status is Status.PASS, (v.line(), sch.mod["main"].script())
         assert v.details["order"]["preserved"] is order.preserved
         if order.preserved and v.details["baseline"] == "build":
@@ -213,12 +213,12 @@ def test_a_one_ulp_divergence_of_an_order_preserving_kernel_is_reported():
     sch = schedule("matmul", MATMUL, _split_k_outer)
     case = case_for("matmul", MATMUL, trace_to_json(sch.trace), target={"kind": "test_llvm_last_bit"})
     faults.LastBitFlip.arm()
-    v = execute(case).verdict
+    v = execute(case, baseline="order").verdict
     assert v.status is Status.ORDER_PRESERVING_DIVERGENCE, v.line()
     assert v.is_finding and v.ratio <= 1  # within the bound: not a wrong result
     assert v.details["first_difference"] == ["C", [0, 0]]
     # without the fault the same case passes with bitwise equality
-    ok = execute(case).verdict
+    ok = execute(case, baseline="order").verdict
     assert ok.status is Status.PASS and ok.details["bitwise_equal_to_baseline"] is True
 
 
@@ -226,7 +226,8 @@ def test_the_same_divergence_under_a_reassociating_schedule_is_not_reported():
     sch = schedule("matmul", MATMUL, _rfactor)
     case = case_for("matmul", MATMUL, trace_to_json(sch.trace), target={"kind": "test_llvm_last_bit"})
     faults.LastBitFlip.arm()
-    v = execute(case).verdict
+    v = execute(case, baseline="order").verdict
+    faults.LastBitFlip.armed = 0
     assert v.status is Status.PASS, v.line()
     assert v.details["baseline"] == "skip"
 
@@ -258,7 +259,21 @@ def test_a_wrong_reference_is_a_reference_mismatch(scheduled):
 def test_the_baseline_is_built_only_when_it_can_tell_something(build, mode, expected):
     trace = trace_to_json(schedule("matmul", MATMUL, build).trace) if build else None
     dist = "small_ints" if mode == "exact" else "uniform"
-    v = execute(case_for("matmul", MATMUL, trace, mode=mode, distribution=dist)).verdict
+    v = execute(case_for("matmul", MATMUL, trace, mode=mode, distribution=dist),
+                baseline="order").verdict
     assert v.status is Status.PASS, v.line()
     assert v.details["baseline"] == expected
     assert ("baseline" in v.timings) is (expected == "build")
+
+
+def test_auto_checks_a_stable_sample_of_the_order_preserving_cases():
+    from oracles.metamorphic import ORDER_CHECK_SHARE
+
+    trace = trace_to_json(schedule("matmul", MATMUL, _split_k_outer).trace)
+    built = []
+    for seed in range(40):
+        case = case_for("matmul", MATMUL, trace).replace(inputs={"distribution": "uniform", "seed": seed})
+        first = execute(case).verdict.details["baseline"]
+        assert execute(case).verdict.details["baseline"] == first  # a replay decides alike
+        built.append(first == "build")
+    assert 0.05 * 40 <= sum(built) <= 2 * ORDER_CHECK_SHARE * 40, sum(built)
