@@ -127,11 +127,14 @@ def conclude(
     name, idx = diff
     got, ref = _at(outputs[name], idx), _at(baseline[name], idx)
     details["first_difference"] = [name, idx]
+    if judgement.status is Status.INCONCLUSIVE:
+        bound = "the bound cannot judge this case"
+    else:
+        bound = f"within the bound: error/bound {judgement.ratio:.3g}"
     return Conclusion(
         Status.ORDER_PRESERVING_DIVERGENCE,
         f"{name}{idx}: got {got!r}, the unscheduled build gives {ref!r} although the schedule "
-        f"keeps every element's operations and order (within the bound: error/bound "
-        f"{judgement.ratio:.3g})",
+        f"keeps every element's operations and order ({bound})",
         details,
     )
 

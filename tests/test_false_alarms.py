@@ -34,6 +34,8 @@ DISTRIBUTIONS = ("uniform", "normal", "cancellation", "wide_range")
 SCHEDULES_PER_SET = 25
 TARGET_SCHEDULES = 2000
 
+pytestmark = pytest.mark.differential
+
 
 def param_sets(rng: random.Random) -> list[tuple[str, dict]]:
     """Small shapes with long reductions, fp16 and bf16 (and fp16 inputs, fp32 accumulators

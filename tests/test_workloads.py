@@ -30,6 +30,8 @@ KNOWN_TVM_BUGS = {
 
 PAIRS = [(name, label) for name, wl in workloads.items() if wl.default for label in wl.dtype_labels]
 
+pytestmark = pytest.mark.differential
+
 
 def draw(name: str, label: str, rep: int) -> dict:
     data = draws.for_case(101, rep, purpose=f"workload-agreement:{name}:{label}")
