@@ -24,19 +24,20 @@ When the baseline is built (:func:`plan`), because it costs a second compile and
            (b) bound mode, the schedule is order-preserving, and the case falls in the
            sampled share :data:`ORDER_CHECK_SHARE` (decided from the case id, so a replay
            makes the same choice).
-``skip``   everything else: a reassociating schedule that passes, every exact-integer case
-           that passes (its reference is already bitwise, so the baseline adds nothing), and
-           the order-preserving cases outside the sample.
+``skip``   everything else: a reassociating schedule that passes, every passing case whose
+           reference is already bitwise (exact-integer mode, and all-zero bounds: integers,
+           max/min, copies — the baseline could add nothing), and the order-preserving cases
+           outside the sample.
 
-Why a sample: measured with ``benchmarks/baseline_cost.py`` (default generator, llvm, one
-process, 2-core machine under load), about 57 % of generated cases are order-preserving;
-building the baseline for all of them (policy ``order``) made the average case 1.44× as
-expensive as never building it, and for every case (``always``) 1.66×, while the bitwise
-check has not yet told anything on llvm that the bound did not (every order-preserving
-schedule tried so far reproduced the baseline bit for bit).  At a quarter of them the check
-still runs on thousands of cases per campaign for about +10 % time.  Policies for
-benchmarks and triage: ``auto`` (the above), ``order`` (every order-preserving case),
-``always``, ``never``.
+Why a sample: measured with ``benchmarks/baseline_cost.py`` (120 default-generator cases,
+llvm, one process, 2-core machine at load ≈ 2.3): 46 % of generated cases are
+order-preserving; building the baseline for all of them (policy ``order``) made the average
+case 1.64× as expensive as never building it, for every case (``always``) 1.76×, and ``auto``
+1.19×.  The bitwise check has not yet told anything on llvm that the bound did not: every
+order-preserving schedule tried so far (≈ 1,700 campaign cases under ``order``, and the
+tests) reproduced the baseline bit for bit.  A quarter of them still gives the check
+thousands of cases per campaign.  Policies for benchmarks and triage: ``auto`` (the above),
+``order`` (every order-preserving case), ``always``, ``never``.
 
 Compiled baselines are cached in the worker (:data:`BASELINE_CACHE_SIZE` programs keyed by
 program text, target and pass configuration): a minimizer or a replay that runs many

@@ -271,9 +271,9 @@ def test_auto_checks_a_stable_sample_of_the_order_preserving_cases():
 
     trace = trace_to_json(schedule("matmul", MATMUL, _split_k_outer).trace)
     built = []
-    for seed in range(40):
+    for seed in range(24):
         case = case_for("matmul", MATMUL, trace).replace(inputs={"distribution": "uniform", "seed": seed})
         first = execute(case).verdict.details["baseline"]
         assert execute(case).verdict.details["baseline"] == first  # a replay decides alike
         built.append(first == "build")
-    assert 0.05 * 40 <= sum(built) <= 2 * ORDER_CHECK_SHARE * 40, sum(built)
+    assert 1 <= sum(built) <= 2 * ORDER_CHECK_SHARE * 24, sum(built)
