@@ -10,7 +10,11 @@ process that dies mid-stage can be blamed on the right one):
               through the same map — :mod:`generators.schedules.relayout`)
 ``lower`` / ``codegen`` / ``build``   the backend's compilation steps
 ``run``       execute on poisoned output buffers (nan for floats), so unwritten elements show
-``verify``    float64 reference + error bound → ratio and status; inputs must be unchanged
+``verify``    float64 reference + error bound → ratio and status; inputs must be unchanged;
+              the order-preservation analysis of the scheduled IR
+``baseline``  (only when :func:`oracles.metamorphic.plan` asks for it) build and run the
+              *unscheduled* program on the same inputs: the metamorphic reference for the
+              order-aware bitwise check and the cross-check of the numpy reference
 
 Classification of exceptions: an allocation failure (``MemoryError``, TVM's
 ``std::bad_alloc``) → ``crash`` of kind ``out_of_memory`` in a TVM stage, ``harness_error`` in
@@ -19,7 +23,12 @@ Classification of exceptions: an allocation failure (``MemoryError``, TVM's
 any other exception raised inside TVM → ``compile_error`` (schedule..build) or ``crash``
 (run: an exception escaping the generated code); exceptions raised by harness code →
 ``harness_error``, never blamed on TVM.  Build errors that TVM documents as refusals of an
-invalid schedule (see :mod:`fuzzharness.rejections`) are ``schedule_rejected``.
+invalid schedule (see :mod:`fuzzharness.rejections`) are ``schedule_rejected``.  A TVM
+exception while building or running the unscheduled baseline is a ``compile_error`` at stage
+``baseline`` (the unscheduled program itself does not build).
+
+In the exact-integer input mode (``case.oracle["mode"] == "exact"``) the reference is the
+correctly rounded exact result with bound 0 (:func:`oracles.bounds.exact_mode`).
 
 For bucketing (:mod:`fuzzharness.buckets`) a verdict carries, where it applies,
 ``details["site"]`` — where inside TVM the exception was thrown (C++ file and function, no
@@ -48,6 +57,9 @@ from fuzzharness.verdict import Stage, Status, Verdict
 
 StageCallback = Callable[[Stage], None]
 
+#: compiled unscheduled programs (see oracles.metamorphic), least recently used first
+_BASELINES: dict[tuple[str, str, str], Any] = {}
+
 
 @dataclasses.dataclass
 class Outcome:
@@ -56,6 +68,7 @@ class Outcome:
     outputs: dict[str, np.ndarray] | None = None
     expected: dict[str, Any] | None = None
     scheduled: Any = None  # the scheduled IRModule (for repros and triage)
+    baseline: dict[str, np.ndarray] | None = None  # outputs of the unscheduled build, when built
 
 
 class _StageFailed(Exception):
@@ -81,9 +94,10 @@ def poison(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
 class Execution:
     """One pass through the stages, collecting timings; use :func:`execute`."""
 
-    def __init__(self, case: Case, on_stage: StageCallback | None = None):
+    def __init__(self, case: Case, on_stage: StageCallback | None = None, baseline: str = "auto"):
         self.case = case
         self.on_stage = on_stage
+        self.baseline_policy = baseline
         self.timings: dict[str, float] = {}
 
     @contextmanager
@@ -120,18 +134,43 @@ class Execution:
             status = Status.SCHEDULE_REJECTED
         elif stage is Stage.RUN:
             status, details["kind"] = Status.CRASH, "exception"
+        elif stage is Stage.BASELINE:
+            status, details["program"] = Status.COMPILE_ERROR, "unscheduled"
         elif (reason := rejections.match(str(e))) is not None:
             status, details["rejection"] = Status.SCHEDULE_REJECTED, reason
         else:
             status = Status.COMPILE_ERROR
         return Verdict(status, stage, message=message, timings=self.timings, details=details)
 
+    def _run_baseline(self, backend, workload, func, specs, out_specs, inputs):
+        """The unscheduled program's outputs; its build is cached per program, target, options."""
+        from fuzzharness.case import canonical_json
+        from oracles.metamorphic import BASELINE_CACHE_SIZE
+
+        case = self.case
+        key = (workload.source(case.params), canonical_json(case.target),
+               canonical_json(case.pass_config))
+        program = _BASELINES.pop(key, None)
+        if program is None:
+            program = backend.build(backend.codegen(
+                backend.lower(tvm_module(func), case.target, case.pass_config), case.target))
+        _BASELINES[key] = program  # most recently used last
+        while len(_BASELINES) > BASELINE_CACHE_SIZE:
+            _BASELINES.pop(next(iter(_BASELINES)))
+        args = [inputs[s.name].copy() for s in specs]
+        args += [poison(o.shape, np.dtype(inputs_dtype(o.dtype))) for o in out_specs]
+        results = backend.run(program, args, len(out_specs))
+        return {o.name: r for o, r in zip(out_specs, results, strict=True)}
+
     def run(self) -> Outcome:
         from fuzzharness.backends import backends
+        from fuzzharness.tvm_support import structural_equal
         from generators.inputs import make_inputs
         from generators.schedules import relayout
         from generators.workloads import workloads
+        from oracles import bounds, metamorphic
         from oracles.compare import judge
+        from oracles.order import accumulation_order
         from oracles.program import Numerics
 
         case = self.case
@@ -141,14 +180,15 @@ class Execution:
                 workload = workloads[case.workload_name]
                 backend = backends[case.target["kind"]]
                 func = workload.prim_func(case.params)
+                kernel_func = workload.kernel_prim_func(case.params, func)
                 specs = workload.inputs(case.params)
                 out_specs = workload.outputs(case.params)
                 inputs = make_inputs(specs, case.inputs["distribution"], case.inputs["seed"])
                 outcome.inputs = inputs
             with self.stage(Stage.SCHEDULE):
-                sch = replay_trace(func, case.trace)
+                sch = replay_trace(kernel_func, case.trace)
                 outcome.scheduled = sch.mod
-                layouts = relayout.param_layouts(func, case.trace)
+                layouts = relayout.param_layouts(kernel_func, case.trace)
             with self.stage(Stage.LOWER):
                 lowered = backend.lower(sch.mod, case.target, case.pass_config)
             with self.stage(Stage.CODEGEN):
@@ -177,18 +217,32 @@ class Execution:
                              if not np.array_equal(a, kernel_in[s.name], equal_nan=True)]
                 unpadded = {n: k for n, r in raw.items()
                             if (k := relayout.unfilled_padding(layouts, n, r))}
-                expected = workload.reference(case.params, inputs, Numerics(func))
-                if case.oracle.get("mode") == "exact":
-                    for e in expected.values():
-                        e.bound = np.zeros_like(e.value)
-                        e.model += "/exact-int"
+                with np.errstate(all="ignore"):  # special-value inputs make nan/inf on purpose
+                    expected = workload.reference(case.params, inputs, Numerics(func))
+                exact = case.oracle.get("mode") == "exact"
+                if exact:
+                    expected = {name: bounds.exact_mode(e) for name, e in expected.items()}
+                # all-zero bounds (integers, max, copies) already demand bitwise equality
+                exact = exact or not any(e.bound.any() for e in expected.values())
                 outcome.expected = expected
                 j = judge(expected, outputs)
+                scheduled = sch.mod["main"]
+                order = accumulation_order(func, scheduled)
+                how = metamorphic.plan(j, order, structural_equal(func, scheduled), exact,
+                                       self.baseline_policy, metamorphic.sample_point(case.id))
+            baseline = outputs if how == "self" else None
+            if how == "build":
+                with self.stage(Stage.BASELINE):
+                    baseline = self._run_baseline(backend, workload, func, specs, out_specs, inputs)
+                outcome.baseline = baseline
+            with self.stage(Stage.VERIFY):
+                c = metamorphic.conclude(j, order, expected, outputs, baseline, how)
+            final = c.status
             verdict = Verdict(
-                j.status, Stage.VERIFY if j.status is not Status.PASS else Stage.DONE,
-                message=j.message, worst_error=j.worst_error, ratio=j.ratio,
+                final, Stage.VERIFY if final is not Status.PASS else Stage.DONE,
+                message=c.message or j.message, worst_error=j.worst_error, ratio=j.ratio,
                 worst_index=j.worst_index, worst_output=j.worst_output,
-                digest=output_digest(outputs), timings=self.timings,
+                digest=output_digest(outputs), timings=self.timings, details=c.details,
             )
             if j.inconclusive:
                 verdict.details["inconclusive"] = j.inconclusive
@@ -232,6 +286,17 @@ def inputs_dtype(dtype: str):
     return numpy_dtype(dtype)
 
 
-def execute(case: Case, on_stage: StageCallback | None = None) -> Outcome:
-    """Run ``case`` end to end; never raises for anything TVM or the case does."""
-    return Execution(case, on_stage).run()
+def tvm_module(func):
+    import tvm
+
+    return tvm.IRModule({"main": func})
+
+
+def execute(case: Case, on_stage: StageCallback | None = None, *, baseline: str = "auto") -> Outcome:
+    """Run ``case`` end to end; never raises for anything TVM or the case does.
+
+    ``baseline``: when to build the unscheduled program as the metamorphic reference —
+    ``auto`` (the default policy of :func:`oracles.metamorphic.plan`), ``order`` (every
+    order-preserving case), ``always`` or ``never`` (benchmarks compare them).
+    """
+    return Execution(case, on_stage, baseline).run()

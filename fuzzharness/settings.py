@@ -19,6 +19,7 @@ A TOML file has two optional tables whose keys are the field names below::
     max_steps = 8
     max_reduction = 1024
     exact_fraction = 0.25
+    special_fraction = 0.1   # float-mode cases with inf/nan inputs, where a workload allows them
     target = { kind = "llvm" }
     metaschedule_fraction = 0.1   # schedules sampled from MetaSchedule design spaces
     option_fraction = 0.5         # cases with drawn mcpu / PassContext options
@@ -118,7 +119,8 @@ class CampaignSettings:
 _CAMPAIGN_TYPES = {"seed": int, "time_budget": (int, float), "max_cases": int, "workers": int,
                    "timeout": (int, float), "memory_mb": int, "executor": str, "known_bugs": str}
 _GEN_TYPES = {"workloads": list, "dtypes": list, "primitives": list, "max_steps": int,
-              "max_reduction": int, "exact_fraction": (int, float), "target": dict,
+              "max_reduction": int, "exact_fraction": (int, float),
+              "special_fraction": (int, float), "target": dict,
               "metaschedule_fraction": (int, float), "option_fraction": (int, float),
               "known_bug_sites": bool}
 

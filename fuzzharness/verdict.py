@@ -8,6 +8,9 @@ remember which strings are bugs:
   e.g. k·u ≥ 1; it is reported, never counted as a pass or a failure);
 * findings about TVM (:data:`FINDINGS`) — wrong results, nan/inf, compile errors, crashes,
   hangs, and divergences that stay within the bound but break an order-preserving contract;
+  ``REFERENCE_MISMATCH`` is a finding of its own kind: TVM's build of the *unscheduled*
+  program disagrees with the float64 reference, so either the reference or TVM's default
+  lowering is wrong — the schedule is not to blame (triage before reporting upstream);
 * not about TVM — ``SCHEDULE_REJECTED`` (TVM legitimately refused a generated schedule) and
   ``HARNESS_ERROR`` (a bug in this harness; never reported as a TVM bug).
 """
@@ -25,6 +28,7 @@ class Status(enum.StrEnum):
     WRONG_RESULT = "wrong_result"
     NAN_INF = "nan_inf"
     ORDER_PRESERVING_DIVERGENCE = "order_preserving_divergence"
+    REFERENCE_MISMATCH = "reference_mismatch"
     COMPILE_ERROR = "compile_error"
     CRASH = "crash"
     TIMEOUT = "timeout"
@@ -45,6 +49,7 @@ FINDINGS = frozenset(
         Status.WRONG_RESULT,
         Status.NAN_INF,
         Status.ORDER_PRESERVING_DIVERGENCE,
+        Status.REFERENCE_MISMATCH,
         Status.COMPILE_ERROR,
         Status.CRASH,
         Status.TIMEOUT,
@@ -62,6 +67,7 @@ class Stage(enum.StrEnum):
     BUILD = "build"  # machine code: LLVM JIT, nvcc, OpenCL program build
     RUN = "run"
     VERIFY = "verify"  # oracle comparison
+    BASELINE = "baseline"  # build and run the unscheduled program (the metamorphic reference)
     DONE = "done"
 
     def __str__(self) -> str:

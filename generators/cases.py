@@ -5,12 +5,20 @@ distribution, input seed, the schedule source, the schedule, then the compiler o
 The choice sequence is kept in ``case.origin["choices"]`` so a minimizer can replay and
 shrink it with Hypothesis.
 
+Input modes: a share ``exact_fraction`` of the cases uses the exact-integer mode (bitwise
+comparison) where the workload offers it; a case whose reduction is too long for its
+accumulation dtype's error model to say much (``k·u ≥ 1/2``, read from the program, see
+:meth:`oracles.program.Numerics.meaningless_reductions`) always uses it when available.
+Float-mode cases draw one of :data:`FLOAT_DISTRIBUTIONS`, or, with probability
+``special_fraction`` and when some input allows IEEE special values, ``special_values``.
+
 Schedule sources (``case.schedule["source"]``):
 
 ``random``        a random walk over the registered primitives (:mod:`generators.schedules`)
 ``metaschedule``  a MetaSchedule design space, re-sampled and post-processed
                   (:mod:`generators.schedules.metaschedule`); ``metaschedule_fraction`` of
                   the cases
+``gpu:<style>``   a whole GPU schedule for GPU targets (:mod:`generators.gpu`)
 
 Compiler options (``case.target`` mcpu/mattr, ``case.pass_config``) vary in
 ``option_fraction`` of the cases (:mod:`generators.options`); the rest use the campaign's
@@ -32,6 +40,7 @@ from generators.inputs import EXACT_DISTRIBUTIONS, distributions
 from generators.options import draw_options
 from generators.schedules import ScheduleOptions, random_schedule
 from generators.workloads import GenOptions, workloads
+from oracles.program import Numerics
 
 FLOAT_DISTRIBUTIONS = ("uniform", "normal", "cancellation", "wide_range")
 
@@ -57,6 +66,7 @@ class GenSettings:
     max_steps: int = 8
     max_reduction: int = 1024
     exact_fraction: float = 0.25  # share of cases in the exact-integer mode
+    special_fraction: float = 0.1  # share of float-mode cases with inf/nan inputs (where allowed)
     target: dict[str, Any] = dataclasses.field(default_factory=lambda: {"kind": "llvm"})
     metaschedule_fraction: float = 0.1  # share of schedules sampled from MetaSchedule spaces
     option_fraction: float = 0.5  # share of cases with drawn compiler options
@@ -127,16 +137,21 @@ def draw_case(data: Any, settings: GenSettings) -> Case:
     options = GenOptions(dtypes=settings.dtypes, max_reduction=settings.max_reduction)
     params = workload.draw_params(data, options)
 
-    exact_ok = all(spec.int_max > 0 for spec in workload.inputs(params))
-    want_exact = data.draw(st.floats(0, 1)) < settings.exact_fraction
-    if want_exact and exact_ok:
+    specs = workload.inputs(params)
+    func = workload.prim_func(params)
+    exact_ok = all(spec.int_max > 0 for spec in specs)
+    must_exact = bool(Numerics(func).meaningless_reductions())
+    want_exact = draws.chance(data, settings.exact_fraction)
+    want_special = draws.chance(data, settings.special_fraction)
+    if (want_exact or must_exact) and exact_ok:
         distribution, oracle = data.draw(st.sampled_from(sorted(EXACT_DISTRIBUTIONS))), "exact"
+    elif want_special and any(spec.specials for spec in specs):
+        distribution, oracle = "special_values", "bound"
     else:
         distribution, oracle = data.draw(st.sampled_from(FLOAT_DISTRIBUTIONS)), "bound"
     distributions[distribution]
     input_seed = data.draw(st.integers(0, 2**32 - 1))
 
-    func = workload.prim_func(params)
     origin: dict[str, Any] = {"dtype": workload.dtype_label(params)}
     if is_gpu_target(settings.target):
         # GPU schedules are drawn whole, one style per case (generators/gpu/base.py).

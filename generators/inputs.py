@@ -13,6 +13,13 @@ Distributions (registered by name; the case stores the name and the seed):
 ``cancellation``  mixed signs in near-cancelling pairs: x and −x·(1 + small), so sums cancel
 ``wide_range``    log-uniform magnitudes over 2^-12·scale … scale, random signs
 ``small_ints``    integers in [−int_max, int_max] — the exact-integer mode (oracle ``exact``)
+``special_values`` uniform, with a few elements (≥ 1, about 3 %) replaced by the IEEE special
+                  values the input allows (``InputSpec.specials``: inf, −inf, nan) — judged with
+                  IEEE semantics where the reference is not finite
+
+Undefined behaviour is never drawn: every distribution stays within ±scale (the workload's
+worst-case-safe magnitude), integer inputs are rounded and clipped to their dtype's range, and
+the symmetric ranges never produce an int8 −128.
 
 Streams: input ``i`` of a case uses ``numpy.random.default_rng([seed, i])`` (PCG64), stable
 for a given numpy version.
@@ -36,6 +43,7 @@ class InputSpec:
     dtype: str
     scale: float = 1.0  # max |x| in the float modes
     int_max: int = 0  # max |x| in the exact-integer mode (0: the mode is unavailable)
+    specials: tuple[str, ...] = ()  # IEEE special values this input may carry ("inf", "-inf", "nan")
 
 
 Distribution = Callable[[np.random.Generator, InputSpec], np.ndarray]
@@ -76,6 +84,19 @@ def small_ints(rng: np.random.Generator, spec: InputSpec) -> np.ndarray:
     return rng.integers(-spec.int_max, spec.int_max, spec.shape, endpoint=True).astype(np.float64)
 
 
+@distributions.register("special_values")
+def special_values(rng: np.random.Generator, spec: InputSpec) -> np.ndarray:
+    x = rng.uniform(-spec.scale, spec.scale, spec.shape)
+    if not spec.specials or x.size == 0:
+        return x
+    flat = x.reshape(-1)
+    count = max(1, int(round(0.03 * flat.size)))
+    where = rng.choice(flat.size, size=min(count, flat.size), replace=False)
+    values = np.array([float(v) for v in spec.specials])
+    flat[where] = rng.choice(values, size=where.size)
+    return flat.reshape(spec.shape)
+
+
 def make_inputs(specs: list[InputSpec], distribution: str, seed: int) -> dict[str, np.ndarray]:
     """Arrays in the kernel's dtypes, keyed by parameter name."""
     dist = distributions[distribution]
@@ -84,6 +105,6 @@ def make_inputs(specs: list[InputSpec], distribution: str, seed: int) -> dict[st
         x = dist(np.random.default_rng([seed, i]), spec)
         if numerics.is_int(spec.dtype):
             lo, hi = numerics.int_range(spec.dtype)
-            x = np.clip(np.rint(x), lo, hi)
+            x = np.clip(np.rint(x), -hi, hi) if lo < 0 else np.clip(np.rint(x), lo, hi)
         out[spec.name] = numerics.round_to(x, spec.dtype)
     return out

@@ -2,7 +2,15 @@
 
 The accumulation dtype of a reduction is the dtype of the buffer its block writes, read from
 the *unscheduled* PrimFunc: a program that declares an fp32 accumulator for fp16 inputs gets
-the fp32 bound, so a kernel that silently rounds that accumulator to fp16 is caught.
+the fp32 bound, so a kernel that silently rounds that accumulator to fp16 is caught.  Casts
+inside the update expression are deliberately *not* consulted: the declared accumulator is
+the contract, and a rounding the program (or a miscompilation) adds on top of it is exactly
+what the bound must catch.
+
+:meth:`Numerics.meaningless_reductions` lists the reductions whose error model cannot tell
+much: ``k·u ≥ 1/2``, where ``γ_k ≥ 1`` lets the error reach ``Σ|t_i|`` (even a result of the
+wrong sign would pass); from ``k·u ≥ 1`` on the verdict is inconclusive.  Generators switch
+such cases to the exact-integer input mode.
 """
 
 from __future__ import annotations
@@ -70,3 +78,17 @@ class Numerics:
     @property
     def block_names(self) -> list[str]:
         return sorted(self._blocks)
+
+    def reductions(self) -> list[BlockInfo]:
+        return [b for _, b in sorted(self._blocks.items()) if b.is_reduction]
+
+    def meaningless_reductions(self) -> list[str]:
+        """Reductions with a float accumulator and ``k·u ≥ 1/2`` (γ_k ≥ 1)."""
+        from oracles import numerics
+
+        out = []
+        for b in self.reductions():
+            acc = b.write_dtypes[0]
+            if numerics.is_float(acc) and b.reduction_length * numerics.op_u(acc) >= 0.5:
+                out.append(f"{b.name}: {b.reduction_length} terms in {acc}")
+        return out

@@ -1,6 +1,22 @@
 """The workload catalog.  Importing this package registers every workload module below."""
 
-from generators.workloads import gpu_matmul, matmul, row_reduce  # noqa: F401  (registration)
+from generators.workloads import (  # noqa: F401
+    argmax,
+    batch_matmul,
+    conv2d,
+    dense,
+    depthwise_conv2d,
+    elementwise,
+    fused,
+    gpu_matmul,
+    layer_norm,
+    matmul,
+    pad,
+    pool,
+    reduce,
+    row_reduce,
+    softmax,
+)
 from generators.workloads.base import GenOptions, TensorSpec, Workload, workloads
 
 __all__ = ["GenOptions", "TensorSpec", "Workload", "workloads"]

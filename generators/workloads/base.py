@@ -14,6 +14,27 @@ A workload turns drawn parameters into three things that must agree:
 Parameters are plain JSON data (ints, strings, lists) and fully determine the program.
 ``draw_params`` must draw only through ``data.draw`` so that generation is deterministic and
 shrinkable.
+
+Dtype labels (:data:`DTYPE_LABELS`) name the input, accumulation/compute and output dtypes:
+``float32``, ``float16``, ``bfloat16`` (all three the same), ``float16-acc32`` (fp16 inputs,
+fp32 accumulation and output), ``float16-acc32-out16`` (fp16 inputs, an fp32 accumulator
+stored to an fp16 output by a separate cast block) and ``int8`` (int8 inputs, int32
+accumulation and output; max/min/copies keep int8).
+
+Conventions every workload keeps:
+
+* blocks are named after what they compute (``C``, ``conv``, ``pad``, ``pool_max``, ...) and
+  an accumulator stored to a narrower output gets its own cast block (``<name>_cast``);
+* float-mode ``scale`` keeps every intermediate finite for every input the distributions can
+  draw (worst case, not typical case); ``int_max`` (exact-integer mode) keeps every partial
+  result an integer exactly representable in every dtype it passes through, or is 0 where the
+  program cannot be exact (transcendentals, a rounding division before further arithmetic);
+* ``specials`` lists the IEEE special values an input may carry in the ``special_values``
+  distribution — only where the program's result for them is defined by IEEE arithmetic
+  regardless of evaluation order (no nan into ``max``/``min``: TVM lowers them to a compare and
+  select whose nan result depends on the operand order);
+* the reference mirrors the program's formula and its literals as the program writes them
+  (rounded to their dtype), in float64.
 """
 
 from __future__ import annotations
@@ -27,6 +48,20 @@ from fuzzharness.registry import Registry
 from generators.inputs import InputSpec
 from oracles.bounds import Expected
 from oracles.program import Numerics
+
+#: dtype label → (input dtype, accumulation/compute dtype, output dtype)
+DTYPE_LABELS: dict[str, tuple[str, str, str]] = {
+    "float32": ("float32", "float32", "float32"),
+    "float16": ("float16", "float16", "float16"),
+    "bfloat16": ("bfloat16", "bfloat16", "bfloat16"),
+    "float16-acc32": ("float16", "float32", "float32"),
+    "float16-acc32-out16": ("float16", "float32", "float16"),
+    "int8": ("int8", "int32", "int32"),
+}
+FLOAT_LABELS = tuple(k for k in DTYPE_LABELS if k != "int8")
+
+ALL_SPECIALS = ("inf", "-inf", "nan")
+INF_SPECIALS = ("inf", "-inf")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,11 +109,30 @@ class Workload:
         """A short dtype tag for statistics and filters, e.g. ``float16`` or ``float16-acc32``."""
         return params["dtype"]
 
+    def kernel_source(self, params: dict[str, Any]) -> str:
+        """The program the kernel is built from: :meth:`source` itself.
+
+        A fault-injection point for simulated miscompilations (the deliberately wrong programs
+        of ``tests/plugins/wrong_programs.py``): the reference, the error model, the order
+        analysis and the unscheduled baseline all use :meth:`source`, only the scheduled
+        kernel uses this — exactly as if TVM had compiled :meth:`source` into this program.
+        """
+        return self.source(params)
+
     # -- helpers ------------------------------------------------------------------------
     def prim_func(self, params: dict[str, Any]):
-        from fuzzharness.tvm_support import parse_prim_func
+        from fuzzharness.tvm_support import parse_prim_func  # cached: see its docstring
 
         return parse_prim_func(self.source(params))
+
+    def kernel_prim_func(self, params: dict[str, Any], func=None):
+        """The PrimFunc of :meth:`kernel_source` (``func`` when the texts agree)."""
+        text = self.kernel_source(params)
+        if func is not None and text == self.source(params):
+            return func
+        from fuzzharness.tvm_support import parse_prim_func
+
+        return parse_prim_func(text)
 
     def allowed_labels(self, options: GenOptions) -> list[str]:
         labels = [d for d in self.dtype_labels if options.dtypes is None or d in options.dtypes]
@@ -98,6 +152,88 @@ def as_f64(x: np.ndarray) -> np.ndarray:
     return np.asarray(x).astype(np.float64)
 
 
+def draw_label(data: Any, workload: Workload, options: GenOptions,
+               labels: tuple[str, ...] | None = None) -> str:
+    from hypothesis import strategies as st
+
+    pool = [lb for lb in (labels or workload.dtype_labels)
+            if options.dtypes is None or lb in options.dtypes]
+    if not pool:  # a filter that excludes this family's choices: fall back to its first label
+        pool = workload.allowed_labels(options) or list(workload.dtype_labels)
+    return data.draw(st.sampled_from(pool))
+
+
+def grid_vars(n: int, prefix: str = "ax") -> list[str]:
+    return [f"{prefix}{i}" for i in range(n)]
+
+
+def cast_block(src: str, dst: str, shape: tuple[int, ...], out_dtype: str, block: str) -> str:
+    """A loop nest copying ``src`` to ``dst`` with a cast: the store of a wide accumulator."""
+    loops = grid_vars(len(shape))
+    vs = [f"v{i}" for i in range(len(shape))]
+    idx = ", ".join(vs)
+    return f'''
+    for {", ".join(loops)} in T.grid({", ".join(map(str, shape))}):
+        with T.sblock("{block}"):
+            {", ".join(vs)} = T.axis.remap("{"S" * len(shape)}", [{", ".join(loops)}])
+            {dst}[{idx}] = T.Cast("{out_dtype}", {src}[{idx}])
+'''
+
+
+def alloc(name: str, shape: tuple[int, ...], dtype: str) -> str:
+    dims = ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "")
+    return f'    {name} = T.sblock_alloc_buffer(({dims}), "{dtype}")\n'
+
+
+def buf(shape: tuple[int, ...], dtype: str) -> str:
+    """``T.Buffer(...)`` text for a parameter."""
+    dims = ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "")
+    return f'T.Buffer(({dims}), "{dtype}")'
+
+
+def zero(dtype: str) -> str:
+    return f"T.{dtype}(0)"
+
+
+def minmax_dtype(dtype: str) -> str:
+    """The dtype max/min reductions of ``dtype`` values run in: bfloat16 goes through float32.
+
+    TVM 0.27 cannot express the bfloat16 extremes: ``T.min_value("bfloat16")`` is float32's
+    lowest, which becomes −inf once stored as bfloat16, and any positive bfloat16 literal
+    above 65504 (``T.max_value("bfloat16")`` included) is rejected by a float16 range check
+    (see tests/test_workloads.py::test_tvm_bfloat16_extremes).  Max and min of bfloat16 values
+    are exact in float32 — TVM computes bfloat16 arithmetic in float32 anyway — so the
+    workloads accumulate them there and store once.
+    """
+    return "float32" if dtype == "bfloat16" else dtype
+
+
+def lowest(dtype: str) -> str:
+    assert dtype != "bfloat16", "see minmax_dtype"
+    return f'T.min_value("{dtype}")'
+
+
+def highest(dtype: str) -> str:
+    assert dtype != "bfloat16", "see minmax_dtype"
+    return f'T.max_value("{dtype}")'
+
+
+def lowest_value(dtype: str) -> float:
+    """``T.min_value(dtype)`` as a float (the finite lowest value, not −inf)."""
+    from oracles import numerics
+
+    return float(numerics.int_range(dtype)[0]) if numerics.is_int(dtype) else -numerics.fmt(dtype).max
+
+
+def int_input_max(dtype: str) -> int:
+    """The largest symmetric integer magnitude an input of ``dtype`` may take."""
+    from oracles import numerics
+
+    if numerics.is_int(dtype):
+        return numerics.int_range(dtype)[1]
+    return numerics.fmt(dtype).max_exact_int
+
+
 def exact_int_max(k: int, in_dtype: str, sum_dtypes: tuple[str, ...], *, products: bool) -> int:
     """Largest m such that k input terms of magnitude ≤ m (products: m²) sum exactly.
 
@@ -113,6 +249,18 @@ def exact_int_max(k: int, in_dtype: str, sum_dtypes: tuple[str, ...], *, product
     per_term = min(cap(d) for d in sum_dtypes) // max(k, 1)
     m = int(np.floor(np.sqrt(per_term))) if products else per_term
     return max(min(m, cap(in_dtype)), 0)
+
+
+def reduction_limit(options: GenOptions, label: str) -> int:
+    """The longest reduction worth drawing for a dtype label: ``options.max_reduction``, capped
+    at ``2^p`` of a float accumulator — beyond it neither mode can judge (``k·u ≥ 1`` and not
+    even inputs of magnitude 1 keep every partial sum exact), so such a case could only be
+    inconclusive."""
+    from oracles import numerics
+
+    acc = DTYPE_LABELS[label][1]
+    cap = numerics.fmt(acc).max_exact_int if numerics.is_float(acc) else options.max_reduction
+    return max(1, min(options.max_reduction, cap))
 
 
 def draw_extent(data: Any, hi: int, *, lo: int = 1) -> int:

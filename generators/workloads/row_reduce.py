@@ -1,29 +1,35 @@
-"""Row reduction ``B[i] = Σ_j A[i, j]``: a plain sum, the simplest reassociable reduction."""
+"""Row reduction ``B[i] = Σ_j A[i, j]``: a plain sum, the simplest reassociable reduction.
+
+Block ``B`` accumulates into the output (its dtype is the accumulation dtype).  Error model:
+a k-term sum (:func:`oracles.bounds.reduction`, no products).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
-from hypothesis import strategies as st
 
 from generators.inputs import InputSpec
 from generators.workloads.base import (
+    ALL_SPECIALS,
+    DTYPE_LABELS,
     GenOptions,
     TensorSpec,
     Workload,
     as_f64,
+    buf,
     draw_extent,
+    draw_label,
     exact_int_max,
+    reduction_limit,
     register,
 )
-from oracles import bounds
+from oracles import bounds, numerics
 
-DTYPES = {
-    "float32": ("float32", "float32"),
-    "float16": ("float16", "float16"),
-    "float16-acc32": ("float16", "float32"),
-}
+# label → (input dtype, accumulation = output dtype)
+DTYPES = {label: DTYPE_LABELS[label][:2]
+          for label in ("float32", "float16", "bfloat16", "float16-acc32", "int8")}
 
 
 @register
@@ -33,16 +39,16 @@ class RowSum(Workload):
     dtype_labels = tuple(DTYPES)
 
     def draw_params(self, data: Any, options: GenOptions) -> dict[str, Any]:
-        dtype = data.draw(st.sampled_from(self.allowed_labels(options)))
+        dtype = draw_label(data, self, options)
         m = draw_extent(data, 128)
-        n = draw_extent(data, options.max_reduction)
+        n = draw_extent(data, reduction_limit(options, dtype))
         return {"M": m, "N": n, "dtype": dtype}
 
     def source(self, p: dict[str, Any]) -> str:
         din, acc = DTYPES[p["dtype"]]
         return f'''
 @T.prim_func(s_tir=True)
-def main(A: T.Buffer(({p["M"]}, {p["N"]}), "{din}"), B: T.Buffer(({p["M"]},), "{acc}")):
+def main(A: {buf((p["M"], p["N"]), din)}, B: {buf((p["M"],), acc)}):
     for i, j in T.grid({p["M"]}, {p["N"]}):
         with T.sblock("B"):
             vi, vj = T.axis.remap("SR", [i, j])
@@ -54,7 +60,9 @@ def main(A: T.Buffer(({p["M"]}, {p["N"]}), "{din}"), B: T.Buffer(({p["M"]},), "{
     def inputs(self, p: dict[str, Any]) -> list[InputSpec]:
         din, acc = DTYPES[p["dtype"]]
         m = exact_int_max(p["N"], din, (acc,), products=False)
-        return [InputSpec("A", (p["M"], p["N"]), din, scale=1.0, int_max=m)]
+        scale = 1.0 if numerics.is_float(din) else float(m)
+        specials = ALL_SPECIALS if numerics.is_float(din) else ()
+        return [InputSpec("A", (p["M"], p["N"]), din, scale=scale, int_max=m, specials=specials)]
 
     def outputs(self, p: dict[str, Any]) -> list[TensorSpec]:
         return [TensorSpec("B", (p["M"],), DTYPES[p["dtype"]][1])]

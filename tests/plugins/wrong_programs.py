@@ -1,8 +1,14 @@
 """Deliberately wrong programs: the oracle must fail them (proof that a comparison can fail).
 
-Each reuses a real workload's parameters, inputs and float64 reference but emits a program
-that differs from it in a known way.  Registered as workloads so they travel through the same
-pipeline (and worker processes, via FUZZHARNESS_PLUGINS=tests.plugins.wrong_programs).
+Two kinds, both registered as non-default workloads so they travel through the same
+pipeline (and worker processes, via FUZZHARNESS_PLUGINS=tests.plugins.wrong_programs):
+
+* *simulated miscompilations* override :meth:`Workload.kernel_source`: the program, its
+  float64 reference and the unscheduled baseline are the real workload's, but the kernel is
+  built from a program that differs in a known way — as if TVM had compiled it wrongly.
+  The verdict must be ``wrong_result`` (the baseline agrees with the reference);
+* *a wrong reference* keeps the program and corrupts the float64 reference: TVM's unscheduled
+  build disagrees with it, and the verdict must be ``reference_mismatch``.
 """
 
 from __future__ import annotations
@@ -18,8 +24,8 @@ class MatmulDropsLastTerm(Matmul):
     name = "test_matmul_drops_term"
     default = False
 
-    def source(self, p):
-        src = super().source(p)
+    def kernel_source(self, p):
+        src = self.source(p)
         return src.replace(f'T.grid({p["M"]}, {p["N"]}, {p["K"]})',
                            f'T.grid({p["M"]}, {p["N"]}, {p["K"] - 1})')
 
@@ -31,13 +37,44 @@ class MatmulOffByOne(Matmul):
     name = "test_matmul_off_by_one"
     default = False
 
-    def source(self, p):
+    def kernel_source(self, p):
         din, acc, _ = DTYPES[p["dtype"]]
-        src = super().source(p)
-        return src.replace(
+        return self.source(p).replace(
             f'T.Cast("{acc}", B[vk, vj])',
             f'T.Cast("{acc}", B[vk, T.if_then_else(vj == {p["N"] - 1}, 0, vj)])',
         )
+
+
+@register
+class MatmulRoundsAccumulator(Matmul):
+    """The fp32 accumulator is rounded to fp16 after every step (float16-acc32 only)."""
+
+    name = "test_matmul_rounds_accumulator"
+    default = False
+    dtype_labels = ("float16-acc32",)
+
+    def kernel_source(self, p):
+        din, acc, _ = DTYPES[p["dtype"]]
+        old = f'C[vi, vj] = C[vi, vj] + T.Cast("{acc}", A[vi, vk]) * T.Cast("{acc}", B[vk, vj])'
+        assert old in self.source(p)
+        return self.source(p).replace(
+            old,
+            f'C[vi, vj] = T.Cast("{acc}", T.Cast("float16", C[vi, vj] + T.Cast("{acc}", A[vi, vk]) '
+            f'* T.Cast("{acc}", B[vk, vj])))',
+        )
+
+
+@register
+class MatmulWrongReference(Matmul):
+    """A correct program whose float64 reference is off by one unit in one element."""
+
+    name = "test_matmul_wrong_reference"
+    default = False
+
+    def reference(self, p, inputs, numerics):
+        expected = super().reference(p, inputs, numerics)
+        expected["C"].value[0, 0] += 1.0
+        return expected
 
 
 __all__ = ["workloads"]

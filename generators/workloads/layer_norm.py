@@ -1,0 +1,113 @@
+"""Layer normalisation over the last axis with scale and shift.
+
+``y = (x − μ) · rsqrt(σ² + eps) · gamma + beta`` with ``μ = Σx / N`` and the two-pass
+variance ``σ² = Σ(x − μ)² / N``.  Blocks: ``mean`` (Σx in the accumulation dtype), ``var``
+(Σ(x − μ)², μ recomputed from the mean block's sum) and ``norm`` (the rest, stored to the
+output dtype).  ``N`` and ``eps`` are literals of the compute dtype, rounded as the program
+writes them (``T.bfloat16(1021)`` is 1020).  Error model: the running error bound along this
+formula; a variance that cannot be told from ``−eps`` within its error makes the row
+inconclusive (ill-conditioned), never a failure.  No exact-integer mode (``rsqrt``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from generators.inputs import InputSpec
+from generators.workloads.base import (
+    ALL_SPECIALS,
+    DTYPE_LABELS,
+    FLOAT_LABELS,
+    GenOptions,
+    TensorSpec,
+    Workload,
+    alloc,
+    as_f64,
+    buf,
+    draw_extent,
+    draw_label,
+    register,
+)
+from oracles import bounds
+from oracles.bounds import Approx
+
+EPS = 1e-5
+#: longest row per compute dtype: the variance under rsqrt must stay distinguishable from
+#: −eps within its worst-case error (γ_N of the mean and of the squares), or rows turn
+#: inconclusive — at 512 fp16 terms most rows of a cancelling input did
+MAX_ROW = {"float32": 1024, "float16": 128, "bfloat16": 16}
+
+
+@register
+class LayerNorm(Workload):
+    name = "layer_norm"
+    description = "layer norm over the last axis, two-pass variance, gamma and beta"
+    dtype_labels = FLOAT_LABELS
+
+    def draw_params(self, data: Any, options: GenOptions) -> dict[str, Any]:
+        label = draw_label(data, self, options)
+        compute = DTYPE_LABELS[label][1]
+        m = draw_extent(data, 32)
+        n = draw_extent(data, min(MAX_ROW[compute], options.max_reduction), lo=2)
+        batch = data.draw(st.integers(1, 2))
+        return {"B": batch, "M": m, "N": n, "dtype": label}
+
+    def source(self, p: dict[str, Any]) -> str:
+        din, ct, dout = DTYPE_LABELS[p["dtype"]]
+        B, M, N = p["B"], p["M"], p["N"]
+        shape, rows = (B, M, N), (B, M)
+
+        def c(name: str, idx: str) -> str:
+            return f"{name}[{idx}]" if din == ct else f'T.Cast("{ct}", {name}[{idx}])'
+
+        x = c("X", "vb, vi, vj")
+        mu = f"msum[vb, vi] / T.{ct}({N})"
+        value = (f"({x} - {mu}) * T.rsqrt(vsum[vb, vi] / T.{ct}({N}) + T.{ct}({EPS})) "
+                 f"* {c('gamma', 'vj')} + {c('beta', 'vj')}")
+        store = value if ct == dout else f'T.Cast("{dout}", {value})'
+        return f'''
+@T.prim_func(s_tir=True)
+def main(X: {buf(shape, din)}, gamma: {buf((N,), din)}, beta: {buf((N,), din)}, Y: {buf(shape, dout)}):
+{alloc("msum", rows, ct)}{alloc("vsum", rows, ct)}    for b, i, j in T.grid({B}, {M}, {N}):
+        with T.sblock("mean"):
+            vb, vi, vj = T.axis.remap("SSR", [b, i, j])
+            with T.init():
+                msum[vb, vi] = T.{ct}(0)
+            msum[vb, vi] = msum[vb, vi] + {x}
+    for b, i, j in T.grid({B}, {M}, {N}):
+        with T.sblock("var"):
+            vb, vi, vj = T.axis.remap("SSR", [b, i, j])
+            with T.init():
+                vsum[vb, vi] = T.{ct}(0)
+            vsum[vb, vi] = vsum[vb, vi] + ({x} - {mu}) * ({x} - {mu})
+    for b, i, j in T.grid({B}, {M}, {N}):
+        with T.sblock("norm"):
+            vb, vi, vj = T.axis.remap("SSS", [b, i, j])
+            Y[vb, vi, vj] = {store}
+'''
+
+    def inputs(self, p: dict[str, Any]) -> list[InputSpec]:
+        din = DTYPE_LABELS[p["dtype"]][0]
+        return [InputSpec("X", (p["B"], p["M"], p["N"]), din, scale=1.0, specials=ALL_SPECIALS),
+                InputSpec("gamma", (p["N"],), din, scale=1.0),
+                InputSpec("beta", (p["N"],), din, scale=1.0)]
+
+    def outputs(self, p: dict[str, Any]) -> list[TensorSpec]:
+        return [TensorSpec("Y", (p["B"], p["M"], p["N"]), DTYPE_LABELS[p["dtype"]][2])]
+
+    def reference(self, p, inputs, numerics_):
+        din, ct, dout = DTYPE_LABELS[p["dtype"]]
+        x = bounds.cast(Approx.exact(as_f64(inputs["X"]), din), ct)
+        gamma = bounds.cast(Approx.exact(as_f64(inputs["gamma"]), din), ct)
+        beta = bounds.cast(Approx.exact(as_f64(inputs["beta"]), din), ct)
+        n = bounds.const(p["N"], ct)
+        msum = bounds.reduce_sum(x, -1, numerics_.accumulation_dtype("mean"), keepdims=True)
+        mu = bounds.div(msum, n, ct)
+        d = bounds.sub(x, mu, ct)
+        vsum = bounds.reduce_sum(bounds.mul(d, d, ct), -1, numerics_.accumulation_dtype("var"),
+                                 keepdims=True)
+        r = bounds.rsqrt(bounds.add(bounds.div(vsum, n, ct), bounds.const(EPS, ct), ct), ct)
+        y = bounds.add(bounds.mul(bounds.mul(d, r, ct), gamma, ct), beta, ct)
+        return {"Y": bounds.to_expected(y, dout, "layer_norm")}

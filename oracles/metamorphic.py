@@ -1,0 +1,144 @@
+"""The second reference: TVM's build of the *unscheduled* program, and when to pay for it.
+
+Two references judge a case.  The float64 numpy reference with its error bound
+(:mod:`oracles.bounds`) decides pass/fail.  The unscheduled program built by TVM (same
+target, same pass configuration, same inputs) is the *baseline*; it serves twice:
+
+* **order-aware bitwise check** — when the schedule keeps every output element's operations
+  and their order (:func:`oracles.order.accumulation_order`), the kernel must reproduce the
+  baseline bit for bit.  A difference that still passes the bound is
+  ``order_preserving_divergence`` (worth a report, not a wrong result); a difference beyond
+  the bound is a ``wrong_result`` anyway.
+* **cross-check of the numpy reference** — when the baseline itself fails the bound, the
+  float64 reference and TVM's default lowering disagree about the *unscheduled* program:
+  ``reference_mismatch``, a finding about the reference or about TVM's lowering, never
+  blamed on the schedule.
+
+When the baseline is built (:func:`plan`), because it costs a second compile and run:
+
+``self``   the scheduled module is structurally equal to the unscheduled one (an empty or
+           fully rejected schedule): the kernel's own outputs are the baseline, free.
+``build``  (a) the kernel failed (``wrong_result``/``nan_inf``): always, to tell a schedule bug
+           from a reference or lowering bug before anyone reads the report (failures are
+           rare, so this costs nothing measurable);
+           (b) bound mode, the schedule is order-preserving, and the case falls in the
+           sampled share :data:`ORDER_CHECK_SHARE` (decided from the case id, so a replay
+           makes the same choice).
+``skip``   everything else: a reassociating schedule that passes, every passing case whose
+           reference is already bitwise (exact-integer mode, and all-zero bounds: integers,
+           max/min, copies — the baseline could add nothing), and the order-preserving cases
+           outside the sample.
+
+Why a sample: measured with ``benchmarks/baseline_cost.py`` (120 default-generator cases,
+llvm, one process, 2-core machine at load ≈ 2.3): 46 % of generated cases are
+order-preserving; building the baseline for all of them (policy ``order``) made the average
+case 1.64× as expensive as never building it, for every case (``always``) 1.76×, and ``auto``
+1.19×.  The bitwise check has not yet told anything on llvm that the bound did not: every
+order-preserving schedule tried so far (≈ 1,700 campaign cases under ``order``, and the
+tests) reproduced the baseline bit for bit.  A quarter of them still gives the check
+thousands of cases per campaign.  Policies for benchmarks and triage: ``auto`` (the above),
+``order`` (every order-preserving case), ``always``, ``never``.
+
+Compiled baselines are cached in the worker (:data:`BASELINE_CACHE_SIZE` programs keyed by
+program text, target and pass configuration): a minimizer or a replay that runs many
+schedules of one program pays for its baseline once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from fuzzharness.verdict import Status
+from oracles.bounds import Expected
+from oracles.compare import Judgement, first_bit_difference, judge
+from oracles.order import OrderAnalysis
+
+FAILED = frozenset({Status.WRONG_RESULT, Status.NAN_INF})
+
+POLICIES = ("auto", "order", "always", "never")
+
+#: share of order-preserving, passing bound-mode cases that get the bitwise baseline check
+ORDER_CHECK_SHARE = 0.25
+
+BASELINE_CACHE_SIZE = 8
+
+
+def sample_point(case_id: str) -> float:
+    """A number in [0, 1) fixed by the case id (the id is a SHA-256 prefix: uniform)."""
+    return int(case_id[:8], 16) / 16**8
+
+
+def plan(judgement: Judgement, order: OrderAnalysis, same_program: bool, exact: bool,
+         policy: str = "auto", sample: float = 0.0) -> str:
+    """``self`` / ``build`` / ``skip`` (see the module docstring)."""
+    if policy not in POLICIES:
+        raise ValueError(f"unknown baseline policy {policy!r}; known: {', '.join(POLICIES)}")
+    if same_program:
+        return "self"
+    if policy == "always":
+        return "build"
+    if policy == "never":
+        return "skip"
+    if judgement.status in FAILED:
+        return "build"
+    if order.preserved and not exact and (policy == "order" or sample < ORDER_CHECK_SHARE):
+        return "build"
+    return "skip"
+
+
+@dataclasses.dataclass
+class Conclusion:
+    status: Status
+    message: str | None  # replaces the judgement's message when set
+    details: dict[str, Any]
+
+
+def conclude(
+    judgement: Judgement,
+    order: OrderAnalysis,
+    expected: dict[str, Expected],
+    outputs: dict[str, np.ndarray],
+    baseline: dict[str, np.ndarray] | None,
+    how: str,
+) -> Conclusion:
+    """Combine the bound's judgement with the baseline (None when it was not built)."""
+    details: dict[str, Any] = {"order": order.to_dict(), "baseline": how}
+    if baseline is None:
+        return Conclusion(judgement.status, None, details)
+    base = judge(expected, baseline)
+    details["baseline_ratio"] = base.ratio
+    if base.status in FAILED:
+        who = "the program itself (no schedule applied)" if how == "self" else "TVM's unscheduled build"
+        details["baseline_message"] = base.message
+        return Conclusion(
+            Status.REFERENCE_MISMATCH,
+            f"{who} disagrees with the float64 reference: {base.message} — a bug in the "
+            "reference or in TVM's lowering of the unscheduled program, not in the schedule",
+            details,
+        )
+    if how == "self" or not order.preserved:
+        return Conclusion(judgement.status, None, details)
+    diff = first_bit_difference(outputs, baseline)
+    details["bitwise_equal_to_baseline"] = diff is None
+    if diff is None or judgement.status in FAILED:
+        return Conclusion(judgement.status, None, details)
+    name, idx = diff
+    got, ref = _at(outputs[name], idx), _at(baseline[name], idx)
+    details["first_difference"] = [name, idx]
+    if judgement.status is Status.INCONCLUSIVE:
+        bound = "the bound cannot judge this case"
+    else:
+        bound = f"within the bound: error/bound {judgement.ratio:.3g}"
+    return Conclusion(
+        Status.ORDER_PRESERVING_DIVERGENCE,
+        f"{name}{idx}: got {got!r}, the unscheduled build gives {ref!r} although the schedule "
+        f"keeps every element's operations and order ({bound})",
+        details,
+    )
+
+
+def _at(a: np.ndarray, idx: list[int]) -> float:
+    return float(np.asarray(a)[tuple(idx)].astype(np.float64)) if idx else float("nan")

@@ -1,0 +1,355 @@
+"""Does a schedule keep every output element's arithmetic — rounding for rounding?
+
+The order-aware metamorphic check (see :mod:`oracles.metamorphic`) demands bitwise equality
+between a scheduled kernel and TVM's build of the unscheduled program *only* when the schedule
+provably keeps, for every output element, the same operations on the same operands in the same
+order.  This module decides that from the scheduled IR, conservatively: any construct it does
+not understand makes the answer "not preserved", so a claim of preservation is never wrong
+for the reasons below (it can only be too modest).
+
+Preserved means all of the following hold:
+
+1. Every block of the unscheduled program is still there exactly once, under its name (a
+   reduction block split by ``decompose_reduction`` may appear as ``X_update`` next to an
+   ``X_init`` that only stores a constant), and computes the same thing: its body and init
+   have the same *signature* — the tree of operations with their dtypes and constants, buffer
+   loads and stores by dtype with their indices written in terms of the block's iteration
+   variables (by position), buffer names ignored (so ``cache_read``/``cache_write``/``set_scope``
+   keep it; ``compute_inline``, ``rfactor``, ``pad_einsum``, ``transform_layout`` and
+   ``transform_block_layout`` do not).  Its iteration domain (kind and extent of every block
+   iteration variable) is unchanged.
+2. Every other block is a pure copy (one store of one load, no reduction): cache and reindex
+   stages.
+3. For each reduction block, with S the loops feeding its spatial iteration values and R the
+   loops feeding its reduction iteration values (walking the loop nest from the root):
+   no loop is in both; every loop of extent > 1 is in one of them (none repeats the work);
+   R loops are serial or unrolled (not parallel, vectorised or thread-bound) with unit step;
+   no loop or block on the path carries an annotation outside :data:`HARMLESS_ANNOTATIONS`
+   (software pipelining reorders statements); no ``if`` or nested block wraps it; predicate
+   conjuncts mention R or S loops but never both; and enumerating the R loops in nesting order
+   (masked by their predicate) visits the reduction points exactly once each, in the
+   lexicographic order of the unscheduled loop nest.  The enumeration is done with numpy for
+   up to :data:`MAX_ENUMERATION` points; bigger nests are "not preserved" (unsure).
+
+What it does not promise: code generation is the same.  TVM emits ``llvm.fmuladd`` for
+``a*b + c``, which LLVM may fuse or not depending on the instruction selected (scalar or
+vector, target features), so the caller treats a divergence that stays within the error
+bound as ``order_preserving_divergence`` — worth reporting, not a wrong result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+MAX_ENUMERATION = 1 << 20
+
+#: loop annotations that change neither which operations run nor their order
+HARMLESS_ANNOTATIONS = frozenset({"pragma_auto_unroll_max_step", "pragma_unroll_explicit"})
+
+SERIAL_KINDS = frozenset({0, 3})  # ForKind.SERIAL, ForKind.UNROLLED
+
+
+class _Unsure(Exception):
+    """The analysis met something it does not model: answer "not preserved"."""
+
+
+@dataclasses.dataclass(frozen=True)
+class OrderAnalysis:
+    preserved: bool
+    reason: str = ""  # why not (empty when preserved)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"preserved": self.preserved, "reason": self.reason}
+
+
+@dataclasses.dataclass
+class _Site:
+    """One block realisation with the loops (and other wrappers) above it."""
+
+    realize: Any
+    loops: list  # For nodes, outermost first
+    wrapped: str | None  # "if" / "block" when something other than loops encloses it
+
+
+def _sites(func) -> dict[str, list[_Site]]:
+    from tvm import s_tir, tirx
+
+    found: dict[str, list[_Site]] = {}
+
+    def walk(node, loops: list, wrapped: str | None) -> None:
+        if node is None:
+            return
+        if isinstance(node, tirx.For):
+            walk(node.body, [*loops, node], wrapped)
+        elif isinstance(node, tirx.SeqStmt):
+            for s in node.seq:
+                walk(s, loops, wrapped)
+        elif isinstance(node, s_tir.SBlockRealize):
+            name = str(node.block.name_hint)
+            if name != "root":
+                found.setdefault(name, []).append(_Site(node, loops, wrapped))
+                inner = "block"
+            else:
+                inner = wrapped
+            walk(node.block.body, [] if name != "root" else loops, inner)
+            walk(node.block.init, [], inner)
+        elif isinstance(node, tirx.IfThenElse):
+            walk(node.then_case, loops, "if")
+            walk(node.else_case, loops, "if")
+        elif hasattr(node, "body"):  # LetStmt, AttrStmt, AllocBuffer, DeclBuffer, ...
+            walk(node.body, loops, wrapped)
+
+    walk(func.body, [], None)
+    return found
+
+
+# -- block signatures ------------------------------------------------------------------------
+
+_CHILD_ATTRS = ("a", "b", "value", "condition", "true_value", "false_value", "args", "indices",
+                "seq", "then_case", "else_case", "body")
+
+
+def signature(node, iters: list, lets: dict | None = None) -> Any:
+    """A hashable description of ``node``'s arithmetic (see the module docstring, point 1)."""
+    from tvm import tirx
+
+    lets = {} if lets is None else lets
+    if node is None:
+        return None
+    if isinstance(node, tirx.IntImm | tirx.FloatImm):
+        return (type(node).__name__, str(node.ty), float(node.value))
+    if isinstance(node, tirx.Var):
+        for pos, iv in enumerate(iters):
+            if iv.var.same_as(node):
+                return ("iter", pos)
+        for v, idx in lets.items():
+            if v.same_as(node):
+                return ("let", idx)
+        raise _Unsure(f"free variable {node} in a block body")
+    if type(node).__name__ in ("TensorLoad", "BufferLoad"):
+        buf = node.source if hasattr(node, "source") else node.buffer
+        return ("load", str(buf.dtype), tuple(signature(i, iters, lets) for i in node.indices))
+    if isinstance(node, tirx.BufferStore):
+        return ("store", str(node.buffer.dtype), signature(node.value, iters, lets),
+                tuple(signature(i, iters, lets) for i in node.indices))
+    if type(node).__name__ == "Bind":
+        lets[node.var] = len(lets)
+        return ("bind", str(node.var.ty), signature(node.value, iters, lets))
+    if isinstance(node, list | tuple) or type(node).__name__ == "Array":
+        return tuple(signature(x, iters, lets) for x in node)
+    parts: list[Any] = [type(node).__name__]
+    ty = getattr(node, "ty", None)
+    if ty is not None:
+        parts.append(str(ty))
+    op = getattr(node, "op", None)
+    if op is not None:
+        parts.append(str(getattr(op, "name", op)))
+    for attr in _CHILD_ATTRS:
+        if hasattr(node, attr):
+            child = getattr(node, attr)
+            if isinstance(child, str | int | float):
+                parts.append((attr, child))
+            else:
+                parts.append((attr, signature(child, iters, lets)))
+    return tuple(parts)
+
+
+def _block_signature(block) -> Any:
+    iters = list(block.iter_vars)
+    return (
+        tuple((int(iv.iter_type), int(iv.dom.extent)) for iv in iters),
+        signature(block.body, iters),
+        signature(block.init, iters),
+    )
+
+
+def _update_signature(block) -> Any:
+    iters = list(block.iter_vars)
+    return (tuple((int(iv.iter_type), int(iv.dom.extent)) for iv in iters), signature(block.body, iters))
+
+
+def _is_copy(block) -> bool:
+    from tvm import tirx
+
+    if any(int(iv.iter_type) != 0 for iv in block.iter_vars) or block.init is not None:
+        return False
+    body = block.body
+    return isinstance(body, tirx.BufferStore) and type(body.value).__name__ in ("TensorLoad", "BufferLoad")
+
+
+def _is_constant_init(block) -> bool:
+    from tvm import tirx
+
+    body = block.body
+    return (all(int(iv.iter_type) == 0 for iv in block.iter_vars)
+            and isinstance(body, tirx.BufferStore | tirx.SeqStmt)
+            and all(isinstance(s, tirx.BufferStore) and isinstance(s.value, tirx.IntImm | tirx.FloatImm)
+                    for s in (body.seq if isinstance(body, tirx.SeqStmt) else [body])))
+
+
+# -- evaluation of index expressions over a loop grid ---------------------------------------
+
+
+def _eval(expr, env: dict) -> np.ndarray:
+    from tvm import tirx
+
+    if isinstance(expr, tirx.IntImm):
+        return np.asarray(int(expr.value), dtype=np.int64)
+    if isinstance(expr, tirx.Var):
+        for v, arr in env.items():
+            if v.same_as(expr):
+                return arr
+        raise _Unsure(f"index uses {expr}, which is not a loop of the nest")
+    if isinstance(expr, tirx.Cast):
+        return _eval(expr.value, env)
+    binary = {
+        "Add": np.add, "Sub": np.subtract, "Mul": np.multiply,
+        "FloorDiv": np.floor_divide, "FloorMod": np.mod, "Min": np.minimum, "Max": np.maximum,
+        "LT": np.less, "LE": np.less_equal, "GT": np.greater, "GE": np.greater_equal,
+        "EQ": np.equal, "NE": np.not_equal, "And": np.logical_and, "Or": np.logical_or,
+    }
+    kind = type(expr).__name__
+    if kind in binary:
+        return binary[kind](_eval(expr.a, env), _eval(expr.b, env))
+    if kind == "Not":
+        return np.logical_not(_eval(expr.a, env))
+    raise _Unsure(f"index expression of kind {kind}")
+
+
+def _vars(expr) -> list:
+    import tvm_ffi
+    from tvm import tirx
+
+    found: list = []
+    tvm_ffi.structural_walk(expr, [(tirx.Var, found.append)])
+    return found
+
+
+def _conjuncts(expr) -> list:
+    from tvm import tirx
+
+    if isinstance(expr, tirx.And):
+        return _conjuncts(expr.a) + _conjuncts(expr.b)
+    return [expr]
+
+
+def _uses(expr, loops: list) -> set[int]:
+    vs = _vars(expr)
+    return {i for i, lp in enumerate(loops) if any(lp.loop_var.same_as(v) for v in vs)}
+
+
+def _check_reduction_order(site: _Site, original_block) -> None:
+    from tvm import tirx
+
+    realize, loops = site.realize, site.loops
+    block = realize.block
+    spatial, reduce = set(), set()
+    red_values = []
+    for iv, value in zip(block.iter_vars, realize.iter_values, strict=True):
+        used = _uses(value, loops)
+        if int(iv.iter_type) == 0:
+            spatial |= used
+        elif int(iv.iter_type) == 2:
+            reduce |= used
+            red_values.append(value)
+        else:
+            raise _Unsure(f"block iteration variable of type {int(iv.iter_type)}")
+    if spatial & reduce:
+        raise _Unsure("a loop feeds both spatial and reduction indices")
+    for i, lp in enumerate(loops):
+        if not isinstance(lp.extent, tirx.IntImm) or not isinstance(lp.min, tirx.IntImm):
+            raise _Unsure("a loop with a symbolic extent")
+        extent = int(lp.extent.value)
+        if i not in spatial and i not in reduce and extent > 1:
+            raise _Unsure("a loop repeats the reduction")
+        extra = set(map(str, lp.annotations.keys())) - HARMLESS_ANNOTATIONS if lp.annotations else set()
+        if extra:
+            raise _Unsure(f"loop annotation(s) {sorted(extra)}")
+        step = getattr(lp, "step", None)
+        if step is not None and int(step) != 1:
+            raise _Unsure("a loop with a non-unit step")
+        if i in reduce and int(lp.kind) not in SERIAL_KINDS:
+            raise _Unsure(f"a reduction loop of kind {lp.kind}")
+    r_loops = sorted(reduce)
+    total_grid = 1
+    for i in r_loops:
+        total_grid *= int(loops[i].extent)
+    if total_grid > MAX_ENUMERATION:
+        raise _Unsure(f"{total_grid} reduction iterations are too many to enumerate")
+    mask_terms = []
+    for c in _conjuncts(realize.predicate):
+        used = _uses(c, loops)
+        if used & spatial and used & reduce:
+            raise _Unsure("a predicate couples spatial and reduction loops")
+        if used <= reduce:
+            mask_terms.append(c)
+    grids = np.indices([int(loops[i].extent) for i in r_loops]).reshape(len(r_loops), -1) if r_loops \
+        else np.zeros((0, 1), dtype=np.int64)
+    env = {loops[i].loop_var: grids[n] + int(loops[i].min) for n, i in enumerate(r_loops)}
+    mask = np.ones(grids.shape[1], dtype=bool)
+    for c in mask_terms:
+        mask &= np.broadcast_to(_eval(c, env), mask.shape).astype(bool)
+    extents = [int(iv.dom.extent) for iv in original_block.iter_vars if int(iv.iter_type) == 2]
+    coords = [np.broadcast_to(_eval(v, env), mask.shape)[mask] for v in red_values]
+    for c, e in zip(coords, extents, strict=True):
+        if c.size and (c.min() < 0 or c.max() >= e):
+            raise _Unsure("a reduction index leaves its domain")
+    linear = np.ravel_multi_index(coords, extents) if coords else np.zeros(int(mask.sum()), np.int64)
+    if linear.size != int(np.prod(extents)) or not np.array_equal(linear, np.arange(linear.size)):
+        raise _Unsure("the reduction visits its terms in another order")
+
+
+def accumulation_order(original, scheduled) -> OrderAnalysis:
+    """Whether ``scheduled`` (a PrimFunc) keeps every element's operations and their order."""
+    try:
+        _analyse(original, scheduled)
+    except _Unsure as e:
+        return OrderAnalysis(False, str(e))
+    except Exception as e:  # noqa: BLE001 - an IR shape this analysis never met: stay modest
+        return OrderAnalysis(False, f"analysis failed ({type(e).__name__}: {e})")
+    return OrderAnalysis(True)
+
+
+def _analyse(original, scheduled) -> None:
+    before = _sites(original)
+    after = _sites(scheduled)
+    accounted: set[str] = set()
+    for name, sites in before.items():
+        if len(sites) != 1:
+            raise _Unsure(f"block {name} appears {len(sites)} times in the unscheduled program")
+        block = sites[0].realize.block
+        is_reduction = any(int(iv.iter_type) == 2 for iv in block.iter_vars)
+        if name in after:
+            got, decomposed = after[name], False
+        elif is_reduction and f"{name}_update" in after and f"{name}_init" in after:
+            got, decomposed = after[f"{name}_update"], True
+            init = after[f"{name}_init"]
+            if len(init) != 1 or not _is_constant_init(init[0].realize.block):
+                raise _Unsure(f"{name}_init is not a single constant store")
+            accounted |= {f"{name}_update", f"{name}_init"}
+        else:
+            raise _Unsure(f"block {name} is gone (inlined, renamed or factored)")
+        accounted.add(name)
+        if len(got) != 1:
+            raise _Unsure(f"block {name} is realised {len(got)} times")
+        site = got[0]
+        if site.wrapped is not None:
+            raise _Unsure(f"block {name} sits inside {'an if' if site.wrapped == 'if' else 'another block'}")
+        new = site.realize.block
+        if decomposed:
+            if _update_signature(new) != _update_signature(block) or new.init is not None:
+                raise _Unsure(f"block {name}_update computes something else")
+        elif _block_signature(new) != _block_signature(block):
+            raise _Unsure(f"block {name} computes something else")
+        if new.annotations and len(new.annotations):
+            raise _Unsure(f"block {name} carries annotations {sorted(map(str, new.annotations.keys()))}")
+        if is_reduction:
+            _check_reduction_order(site, block)
+    for name, sites in after.items():
+        if name in accounted:
+            continue
+        if not all(_is_copy(s.realize.block) for s in sites):
+            raise _Unsure(f"new block {name} is not a plain copy")
