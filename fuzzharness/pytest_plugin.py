@@ -39,7 +39,7 @@ Seed and profiles
 ``--fuzz-seed N`` (or ``last``: the previous run's seed, from pytest's cache) fixes the
 sample; every run prints ``fuzzharness: --fuzz-seed=N`` in its header.  Without it the seed
 comes from the profile: ``--fuzz-profile`` names a Hypothesis settings profile — ``ci``
-(default: 100 cases, ``derandomize=True`` → the fixed seed 0, so CI runs the same cases every
+(default: 150 cases, ``derandomize=True`` → the fixed seed 0, so CI runs the same cases every
 time) or ``nightly`` (2000 cases, a fresh random seed, longer schedules), or any profile a
 project registered with ``hypothesis.settings.register_profile``.  ``max_examples`` is the
 number of cases and ``derandomize`` picks the seed policy; ``--fuzz-cases N`` overrides the
@@ -94,7 +94,7 @@ CACHE_KEY = "fuzzharness/seed"
 #: Hypothesis settings profiles the plugin registers (as ``fuzzharness-<name>``) plus what a
 #: profile means for generation beyond Hypothesis' own settings.
 PROFILES: dict[str, dict[str, Any]] = {
-    "ci": {"hypothesis": {"max_examples": 100, "derandomize": True}, "max_steps": 8},
+    "ci": {"hypothesis": {"max_examples": 150, "derandomize": True}, "max_steps": 8},
     "nightly": {"hypothesis": {"max_examples": 2000, "derandomize": False}, "max_steps": 12},
 }
 DEFAULT_PROFILE = "ci"
