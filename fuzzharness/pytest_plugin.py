@@ -63,11 +63,13 @@ order while the pool keeps every worker busy.  Outcomes:
 * a TVM finding that the known-bugs file (``--fuzz-known-bugs``) matches → xfail with the
   bug's link; any other finding, and harness errors → failed, printing the verdict (status,
   stage, worst element, error/bound ratio, message) and where the failing case was written
-  (:func:`write_failure`: ``case.json`` + the ``fuzzharness replay`` command);
+  (:func:`write_failure`: ``case.json``, the ``fuzzharness replay`` command, and a verified
+  standalone ``repro.py`` where the minimizer's repro writer is installed);
 * targets the machine lacks (``Backend.unavailable``) → one skipped item per (target,
   workload, dtype), with the back end's reason.
 
-Corpus entries replay ``case.json`` in the same pool.  ``meta.json`` ``expected``:
+Corpus entries replay ``case.json`` in the same pool and run ``repro.py`` (exit 1: the bug
+reproduces, 0: fixed; the two must agree).  ``meta.json`` ``expected``:
 ``"reproduces"`` (upstream bug open) → ``xfail(strict=True)``: the test must keep failing with
 the recorded bucket signature, so a fixed bug XPASSes and fails loudly until the entry is
 updated; ``"fixed"`` → the case must not be a finding any more.
@@ -563,6 +565,9 @@ class CorpusEntry:
         self.state, self.spec = state, spec
 
     def check(self) -> None:
+        """The entry reproduces when replaying ``case.json`` gives a finding with the bucket
+        key of ``meta.json`` and, where there is a ``repro.py``, the script exits 1; it is
+        fixed when neither fails.  A disagreement between the two fails the test."""
         from fuzzharness.buckets import signature
 
         spec = self.spec
@@ -575,9 +580,22 @@ class CorpusEntry:
         sig = signature(case, v)
         want = expected_key(spec.meta)
         self.state.outcomes[f"corpus:{spec.meta['expected']}"] += 1
-        if sig is not None and v.is_finding and (want is None or sig.key == want):
+        reproduces = sig is not None and v.is_finding and (want is None or sig.key == want)
+        script = spec.path / "repro.py"
+        if script.is_file():
+            code, output = run_script(script, self.state.timeout)
+            if code not in (0, 1):
+                pytest.fail(f"corpus entry {spec.name}: {script} exited {code} (1 means "
+                            f"reproduces, 0 fixed):\n{output}", pytrace=False)
+            if (code == 1) != reproduces:
+                pytest.fail(
+                    f"corpus entry {spec.name}: repro.py exits {code} "
+                    f"({'reproduces' if code == 1 else 'fixed'}) but replaying case.json "
+                    f"{'reproduces bucket ' + str(want) if reproduces else 'gives ' + v.line()}"
+                    ": one of them no longer captures the bug", pytrace=False)
+        if reproduces:
             text = failure_text(self.state, case, v, f"corpus entry {spec.name}",
-                                spec.path / "case.json", None)
+                                spec.path / "case.json", script if script.is_file() else None)
             if spec.meta["expected"] == "reproduces":
                 raise BugReproduces(text)
             pytest.fail(f"corpus entry {spec.name} is marked fixed but fails again:\n{text}",
@@ -587,6 +605,19 @@ class CorpusEntry:
             text = failure_text(self.state, case, v, f"corpus entry {spec.name}", *paths)
             pytest.fail(f"corpus entry {spec.name} fails with a different bucket "
                         f"({sig.key if sig else '-'} ≠ {want}):\n{text}", pytrace=False)
+
+
+def run_script(script: Path, timeout: float) -> tuple[int | None, str]:
+    """Run a corpus entry's standalone repro in a fresh interpreter: (exit code, output tail)."""
+    import subprocess
+    import sys
+
+    try:
+        r = subprocess.run([sys.executable, str(script)], cwd=script.parent, capture_output=True,
+                           text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"(no exit within {timeout:g} s)"
+    return r.returncode, (r.stdout + r.stderr)[-2000:]
 
 
 def expected_key(meta: dict[str, Any]) -> str | None:
@@ -649,9 +680,10 @@ def write_failure(folder: Path, case: dict[str, Any] | None, verdict) -> tuple[P
     """Write what a maintainer needs to reproduce a failing case; return (case JSON, repro).
 
     The one place where a failing differential test hands its case on: ``case.json`` and
-    ``verdict.json`` always; a standalone ``repro.py`` when the repro writer of the minimizer
-    (``fuzzharness.repro``) is installed — (None) otherwise, and the message names the
-    ``fuzzharness replay`` command instead.
+    ``verdict.json`` always; with the minimizer's repro writer installed
+    (``fuzzharness.repro.package.write_repro``), also a standalone ``repro.py`` — returned only
+    when it reproduced in a fresh process (no triage: that is the campaign's job).  Without
+    the writer, or when it fails, the message names ``fuzzharness replay`` instead.
     """
     if case is None:  # the worker died before it reported the generated case
         return None, None
@@ -659,17 +691,24 @@ def write_failure(folder: Path, case: dict[str, Any] | None, verdict) -> tuple[P
     case_path = folder / "case.json"
     case_path.write_text(json.dumps(case, indent=1, sort_keys=True))
     (folder / "verdict.json").write_text(json.dumps(verdict.to_dict(), indent=1, default=str))
-    repro = None
     try:
-        from fuzzharness import repro as repro_writer  # type: ignore[attr-defined]
+        from fuzzharness.repro.package import write_repro
     except ImportError:
-        repro_writer = None
-    if repro_writer is not None and hasattr(repro_writer, "write_repro"):
-        try:
-            repro = Path(repro_writer.write_repro(case, verdict, folder))
-        except Exception as e:  # noqa: BLE001 - a failing writer must not hide the verdict
-            (folder / "repro-error.txt").write_text(f"{type(e).__name__}: {e}\n")
-    return case_path, repro
+        return case_path, None
+    try:
+        from fuzzharness.buckets import signature
+        from fuzzharness.case import Case
+        from fuzzharness.tvm_support import versions
+
+        sig = signature(case, verdict)
+        outcome = write_repro(folder, Case.from_dict(case), verdict,
+                              bucket=sig.key if sig else "", signature=sig,
+                              versions=versions(), triage=False)
+    except Exception as e:  # noqa: BLE001 - a failing writer must not hide the verdict
+        (folder / "repro-error.txt").write_text(f"{type(e).__name__}: {e}\n")
+        return case_path, None
+    script = Path(outcome.dir) / "repro.py"
+    return case_path, script if outcome.reproduced and script.is_file() else None
 
 
 def failure_text(state: State, case, v, what: str, case_path: Path | None,
@@ -687,7 +726,7 @@ def failure_text(state: State, case, v, what: str, case_path: Path | None,
         lines.append(f"  case {case.get('id')} ({case.get('workload', {}).get('name')} "
                      f"{json.dumps(case.get('workload', {}).get('params'))})")
     if repro is not None:
-        lines.append(f"  repro script: {repro}  (python {repro})")
+        lines.append(f"  repro script: {repro}  (run: python {repro})")
     if case_path is not None:
         lines.append(f"  case JSON: {case_path}")
         lines.append(f"  replay: fuzzharness replay {case_path}")

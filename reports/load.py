@@ -203,31 +203,31 @@ _REPRO_FLAG = ("reproduced", "reproduces", "verified", "confirmed")
 
 
 def _repros(conn: sqlite3.Connection, tables: set[str], label: str, root: Path) -> pd.DataFrame:
-    """Repros written under ``DIR/repros/<bucket>/`` and, where a table records it, whether
-    each one reproduced in a fresh process."""
-    flags: dict[str, bool | None] = {}
+    """Repros written under ``DIR/repros/<bucket>/`` (or where a repro table's ``path``
+    says) and, where a table records it, whether each one reproduced in a fresh process."""
+    recorded: dict[str, dict[str, Any]] = {}
     for table in sorted(t for t in tables if "repro" in t.lower()):
         cols = _columns(conn, table)
         key = next((c for c in _REPRO_KEY if c in cols), None)
         flag = next((c for c in _REPRO_FLAG if c in cols), None)
         if key is None or flag is None:
             continue
+        path = '"path"' if "path" in cols else "NULL"
         try:
-            for k, f in conn.execute(f'SELECT "{key}", "{flag}" FROM "{table}"'):
-                flags[str(k)] = _truthy(f)
+            for k, f, p in conn.execute(f'SELECT "{key}", "{flag}", {path} FROM "{table}"'):
+                recorded[str(k)] = {"reproduced": _truthy(f), "path": p}
         except sqlite3.DatabaseError:
             continue
     rows = []
     repro_root = root / "repros"
-    seen = set()
-    if repro_root.is_dir():
-        for d in sorted(p for p in repro_root.iterdir() if p.is_dir()):
-            rows.append({"campaign": label, "bucket": d.name, "path": str(d),
-                         "reproduced": flags.get(d.name)})
-            seen.add(d.name)
-    for k, f in flags.items():
-        if k not in seen:
-            rows.append({"campaign": label, "bucket": k, "path": None, "reproduced": f})
+    found = {d.name: d for d in sorted(repro_root.iterdir()) if d.is_dir()} if repro_root.is_dir() else {}
+    for key in sorted(set(found) | set(recorded)):
+        rec = recorded.get(key, {})
+        path = found.get(key)
+        if path is None and rec.get("path") and Path(rec["path"]).is_dir():
+            path = Path(rec["path"])
+        rows.append({"campaign": label, "bucket": key, "path": str(path) if path else None,
+                     "reproduced": rec.get("reproduced")})
     return pd.DataFrame(rows, columns=_EMPTY["repros"])
 
 

@@ -181,11 +181,15 @@ def test_corpus_entries(tmp_path):
     assert bad_v.status.value == "wrong_result" and good_v.status.value == "pass"
     sig = signature(bad.to_dict(), bad_v).to_dict()
     corpus = tmp_path / "corpus"
-    entries = {"open-bug": (bad, "reproduces"), "fixed-upstream": (good, "reproduces"),
-               "stays-fixed": (good, "fixed"), "regressed": (bad, "fixed")}
-    for name, (c, expected) in entries.items():
+    # repro.py stand-ins keep only the scripts' contract (exit 1 while the bug reproduces)
+    entries = {"open-bug": (bad, "reproduces", 1), "fixed-upstream": (good, "reproduces", 0),
+               "stays-fixed": (good, "fixed", None), "regressed": (bad, "fixed", None),
+               "script-disagrees": (bad, "reproduces", 0)}
+    for name, (c, expected, script_exit) in entries.items():
         (corpus / name).mkdir(parents=True)
         (corpus / name / "case.json").write_text(c.to_json())
+        if script_exit is not None:
+            (corpus / name / "repro.py").write_text(f"import sys\nsys.exit({script_exit})\n")
         (corpus / name / "meta.json").write_text(json.dumps({
             "signature": sig, "expected": expected, "upstream": "https://example.org/issue/1",
             "date": "2026-11-21"}))
@@ -198,8 +202,11 @@ def test_corpus_entries(tmp_path):
     got = {k: v for k, v in outcomes(r.stdout).items() if k.startswith("test_corpus")}
     assert got == {"test_corpus[broken]": "FAILED", "test_corpus[fixed-upstream]": "FAILED",
                    "test_corpus[open-bug]": "XFAIL", "test_corpus[regressed]": "FAILED",
+                   "test_corpus[script-disagrees]": "FAILED",
                    "test_corpus[stays-fixed]": "PASSED"}, r.stdout
     assert "[XPASS(strict)] open upstream bug (https://example.org/issue/1)" in r.stdout
     assert 'set expected = "fixed"' in r.stdout
     assert "corpus entry regressed is marked fixed but fails again" in r.stdout
+    assert "corpus entry script-disagrees: repro.py exits 0 (fixed) but replaying case.json " \
+           "reproduces bucket" in r.stdout
     assert "corpus entry" in r.stdout and "meta.json" in r.stdout  # the broken one says why
