@@ -181,6 +181,7 @@ class State:
     out: Path
     known_bugs: str | None
     runner: Any = None
+    bugs: Any = None  # KnownBugs
     outcomes: Counter = dataclasses.field(default_factory=Counter)
     started: float = dataclasses.field(default_factory=time.monotonic)
 
@@ -209,6 +210,12 @@ class State:
             out=Path(opt("fuzz_out") or root / "fuzz-runs" / "differential") / f"seed-{seed}",
             known_bugs=opt("fuzz_known_bugs"),
         )
+        from fuzzharness.buckets import KnownBugs, KnownBugsError
+
+        try:
+            state.bugs = KnownBugs.load(state.known_bugs)
+        except KnownBugsError as e:
+            raise pytest.UsageError(f"--fuzz-known-bugs: {e}") from None
         if getattr(config, "cache", None) is not None:  # absent with -p no:cacheprovider
             config.cache.set(CACHE_KEY, seed)
         return state
@@ -638,7 +645,7 @@ def expected_key(meta: dict[str, Any]) -> str | None:
 
 def judge_result(state: State, result, what: str) -> None:
     """pass → return; inconclusive / schedule_rejected → skip; known bug → xfail; else fail."""
-    from fuzzharness.buckets import KnownBugs, signature
+    from fuzzharness.buckets import signature
     from fuzzharness.verdict import Status
 
     v, case = result.verdict, result.case
@@ -654,7 +661,7 @@ def judge_result(state: State, result, what: str) -> None:
         pytest.skip(f"TVM refused the random schedule (not a finding): {v.message[:200]}")
     sig = signature(case, v)
     if v.is_finding and sig is not None:
-        bug = KnownBugs.load(state.known_bugs).match(sig, _tvm_version())
+        bug = state.bugs.match(sig, _tvm_version())
         if bug is not None:
             state.outcomes[_judged(v, "known bug (xfail)")] += 1
             pytest.xfail(f"known TVM bug {bug.label()}: {v.line()}")
@@ -722,6 +729,10 @@ def failure_text(state: State, case, v, what: str, case_path: Path | None,
         lines[-1] += f", |actual - reference| = {v.worst_error:.4g}"
     if v.message:
         lines.append(f"  message: {v.message.strip().splitlines()[0][:300]}")
+    if v.status.value == "harness_error" and v.details.get("traceback"):
+        tail = [ln for ln in str(v.details["traceback"]).splitlines() if ln.strip()][-6:]
+        lines.append("  harness traceback (a bug in tvm-fuzzharness, not TVM):")
+        lines += [f"    {ln}" for ln in tail]
     if case:
         lines.append(f"  case {case.get('id')} ({case.get('workload', {}).get('name')} "
                      f"{json.dumps(case.get('workload', {}).get('params'))})")
@@ -731,7 +742,7 @@ def failure_text(state: State, case, v, what: str, case_path: Path | None,
         lines.append(f"  case JSON: {case_path}")
         lines.append(f"  replay: fuzzharness replay {case_path}")
     else:
-        lines.append("  (the worker died before reporting the case; rerun with "
-                     f"--fuzz-seed {state.seed})")
+        lines.append("  (no case recorded: its generation failed, or the worker died before "
+                     f"reporting it; it regenerates with --fuzz-seed {state.seed})")
     lines.append(f"  rerun: pytest -m differential --fuzz-seed {state.seed}")
     return "\n".join(lines)

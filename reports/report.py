@@ -234,8 +234,10 @@ def render_markdown(rep: Report, html_name: str | None = None, top: int = 15) ->
         out.append(md_table(shown))
         if len(new) > top:
             out.append(f"\n… and {len(new) - top} more.\n")
-    else:
+    elif t["findings"]:
         out.append("none — every finding matches a known bug.\n")
+    else:
+        out.append("none — no TVM findings.\n")
     known = b[b["known"] == "known"] if not b.empty else b
     if len(known):
         g = known.groupby(["bug", "link"])["count"].sum().reset_index()

@@ -142,7 +142,8 @@ def test_profiles_and_usage_errors(tmp_path):
     for args, needle in [(["--fuzz-profile", "nope"], "no profile 'nope'"),
                          (["--fuzz-seed", "abc"], "expected an integer or 'last'"),
                          (["--fuzz-workloads", "nope"], "unknown workload 'nope'"),
-                         (["--fuzz-targets", "vulkan"], "unknown target 'vulkan'")]:
+                         (["--fuzz-targets", "vulkan"], "unknown target 'vulkan'"),
+                         (["--fuzz-known-bugs", tmp_path / "none.toml"], "cannot read known-bugs")]:
         r = run_pytest(tmp_path, *base, *args)
         assert r.returncode == 4 and needle in r.stderr and "Traceback" not in r.stderr, r.stderr
 
