@@ -7,6 +7,19 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _plugin_installed() -> bool:
+    """Is fuzzharness.pytest_plugin registered through its pytest11 entry point?"""
+    from importlib.metadata import entry_points
+
+    return any(ep.value == "fuzzharness.pytest_plugin" for ep in entry_points(group="pytest11"))
+
+
+# An editable install made before the entry point existed does not load the plugin: load it
+# here then (loading it twice would be an error).
+if not _plugin_installed():
+    pytest_plugins = ["fuzzharness.pytest_plugin"]
+
+
 @pytest.fixture
 def plugin_env(monkeypatch):
     """Make worker processes import the test plugins (and find the tests package)."""

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from fuzzharness.commands import replay, run
+from fuzzharness.commands import replay, report, run
 from fuzzharness.registry import Registry
 
 commands: Registry = Registry("command")
 commands.add("run", run)
 commands.add("replay", replay)
+commands.add("report", report)

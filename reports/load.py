@@ -1,0 +1,239 @@
+"""Read campaign databases into pandas frames — read-only, one or many (nightly history).
+
+Every campaign directory holds ``results.sqlite`` (:mod:`fuzzharness.engine.db`).  It is
+opened with SQLite's ``mode=ro``: a report never writes, migrates or locks a database, so it
+can run while the campaign is still going.  Older and newer schemas are read defensively:
+missing tables or columns (``buckets`` before schema 2, ``coverage``, the minimizer's repro
+records) leave their frames empty instead of failing.
+
+Frames (each with a ``campaign`` column naming the directory it came from):
+
+``results``    one row per case: idx, case_id, workload, dtype, target, status, stage,
+               ratio, worst_error, elapsed, finished, worker, session, bucket, source
+               (schedule source), primitives (tuple: the schedule primitives the case applied)
+``buckets``    one row per (campaign, bucket): key, symptom, stage, title, count, first_seen,
+               last_seen, example_idx, example_case_id, signature (dict)
+``sessions``   one row per run/resume: id, started, ended, cases
+``campaigns``  one row per directory: campaign, path, seed, created, versions, settings
+``repros``     one row per written repro: campaign, bucket, path (``DIR/repros/<bucket>/``),
+               reproduced (True/False/None when nothing recorded it)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fuzzharness.errors import UsageError
+
+APPLICATION = "tvm-fuzzharness"
+DB_NAME = "results.sqlite"
+
+
+@dataclasses.dataclass
+class Campaigns:
+    results: pd.DataFrame
+    buckets: pd.DataFrame
+    sessions: pd.DataFrame
+    campaigns: pd.DataFrame
+    repros: pd.DataFrame
+
+
+def database_path(d: str | Path) -> Path:
+    """The database of campaign directory ``d`` (or ``d`` itself when it is the file);
+    :class:`UsageError` (one line) when there is none or it is not a fuzzharness database."""
+    p = Path(d)
+    db = p / DB_NAME if p.is_dir() else p
+    if not p.exists():
+        raise UsageError(f"{d}: no such directory")
+    if not db.is_file():
+        raise UsageError(f"{d}: not a campaign directory (no {DB_NAME})")
+    try:
+        with open(db, "rb") as f:
+            if f.read(16) != b"SQLite format 3\x00":
+                raise UsageError(f"{db}: not a SQLite database")
+    except OSError as e:
+        raise UsageError(f"{db}: cannot read ({e.strerror})") from None
+    return db
+
+
+def _connect(db: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+    try:
+        tables = _tables(conn)
+        if "meta" not in tables or "results" not in tables:
+            raise UsageError(f"{db}: not a fuzzharness campaign database")
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("application") != APPLICATION:
+            raise UsageError(f"{db}: not a fuzzharness campaign database")
+    except sqlite3.DatabaseError as e:
+        conn.close()
+        raise UsageError(f"{db}: unreadable database ({e})") from None
+    except UsageError:
+        conn.close()
+        raise
+    return conn
+
+
+def _tables(conn: sqlite3.Connection) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
+
+
+def load_campaigns(dirs: list[str | Path]) -> Campaigns:
+    """Load every directory (order kept); :class:`UsageError` names the first bad one."""
+    if not dirs:
+        raise UsageError("no campaign directory given")
+    labels = _labels([Path(d) for d in dirs])
+    parts: dict[str, list[pd.DataFrame]] = {k: [] for k in ("results", "buckets", "sessions",
+                                                            "campaigns", "repros")}
+    for d, label in zip(dirs, labels, strict=True):
+        db = database_path(d)
+        conn = _connect(db)
+        try:
+            one = _load_one(conn, label, db.parent)
+        except sqlite3.DatabaseError as e:
+            raise UsageError(f"{db}: unreadable database ({e})") from None
+        finally:
+            conn.close()
+        for k, frame in one.items():
+            parts[k].append(frame)
+    return Campaigns(**{k: _concat(v, _EMPTY[k]) for k, v in parts.items()})
+
+
+_EMPTY = {
+    "results": ["campaign", "idx", "case_id", "workload", "dtype", "target", "status", "stage",
+                "ratio", "worst_error", "elapsed", "finished", "worker", "session", "bucket",
+                "source", "primitives"],
+    "buckets": ["campaign", "key", "symptom", "stage", "title", "count", "first_seen",
+                "last_seen", "example_idx", "example_case_id", "signature"],
+    "sessions": ["campaign", "id", "started", "ended", "cases"],
+    "campaigns": ["campaign", "path", "seed", "created", "versions", "settings", "cases"],
+    "repros": ["campaign", "bucket", "path", "reproduced"],
+}
+
+
+def _concat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    frames = [f for f in frames if not f.empty]
+    if not frames:
+        return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
+    return pd.concat(frames, ignore_index=True)
+
+
+def _labels(paths: list[Path]) -> list[str]:
+    """Short unique names: the directory names, disambiguated by their parents if needed."""
+    names = [p.resolve().name if p.is_dir() else p.resolve().parent.name for p in paths]
+    if len(set(names)) == len(names):
+        return names
+    return [str(p) for p in paths]
+
+
+def _load_one(conn: sqlite3.Connection, label: str, root: Path) -> dict[str, pd.DataFrame]:
+    from fuzzharness.buckets import trace_primitives
+
+    tables = _tables(conn)
+    cols = set(_columns(conn, "results"))
+    want = [c for c in _EMPTY["results"][1:] if c in cols and c not in ("source", "primitives")]
+    rows = conn.execute(f"SELECT {', '.join(want)}, case_json FROM results ORDER BY idx").fetchall()
+    records = []
+    for row in rows:
+        rec = dict(zip(want, row[:-1], strict=True))
+        case = json.loads(row[-1]) if row[-1] else {}
+        rec["source"] = (case.get("schedule") or {}).get("source")
+        rec["primitives"] = (case_primitives(case, trace_primitives) if case
+                             else (NOT_RECORDED,))
+        records.append(rec)
+    results = pd.DataFrame.from_records(records, columns=[c for c in _EMPTY["results"][1:]
+                                                          if c in want or c in ("source", "primitives")])
+    for c in _EMPTY["results"][1:]:
+        if c not in results:
+            results[c] = None
+    results.insert(0, "campaign", label)
+
+    buckets = pd.DataFrame(columns=_EMPTY["buckets"])
+    if "buckets" in tables:
+        buckets = pd.read_sql_query(
+            "SELECT key, symptom, stage, title, count, first_seen, last_seen, example_idx, "
+            "example_case_id, signature FROM buckets", conn)
+        buckets["signature"] = [json.loads(s) for s in buckets["signature"]]
+        buckets.insert(0, "campaign", label)
+
+    sessions = pd.DataFrame(columns=_EMPTY["sessions"])
+    if "sessions" in tables:
+        sessions = pd.read_sql_query("SELECT id, started, ended, cases FROM sessions", conn)
+        sessions.insert(0, "campaign", label)
+
+    info: dict[str, Any] = {"campaign": label, "path": str(root), "seed": None, "created": None,
+                            "versions": {}, "settings": {}, "cases": len(results)}
+    if "campaign" in tables:
+        row = conn.execute("SELECT seed, settings, versions, created FROM campaign").fetchone()
+        if row is not None:
+            info.update(seed=row[0], settings=json.loads(row[1]), versions=json.loads(row[2]),
+                        created=row[3])
+    campaigns = pd.DataFrame([info])
+    return {"results": results, "buckets": buckets, "sessions": sessions,
+            "campaigns": campaigns, "repros": _repros(conn, tables, label, root)}
+
+
+def case_primitives(case: dict[str, Any], trace_primitives) -> tuple[str, ...]:
+    """The schedule primitives a case applied: the generator's accepted steps (the names
+    of :mod:`generators.schedules`), else — GPU styles, no steps — the trace's instructions."""
+    steps = (case.get("origin") or {}).get("steps") or []
+    names = {s.get("primitive") for s in steps if s.get("outcome") == "accepted"}
+    names.discard(None)
+    if not names and not steps:
+        names = set(trace_primitives((case.get("schedule") or {}).get("trace")))
+    return tuple(sorted(names))
+
+
+#: the primitive label of a case that was not stored (TVM raised while it was generated)
+NOT_RECORDED = "(case not recorded)"
+
+#: column names the minimizer's repro table might use (read defensively: it is theirs)
+_REPRO_KEY = ("bucket", "bucket_key", "key", "signature_key")
+_REPRO_FLAG = ("reproduced", "reproduces", "verified", "confirmed")
+
+
+def _repros(conn: sqlite3.Connection, tables: set[str], label: str, root: Path) -> pd.DataFrame:
+    """Repros written under ``DIR/repros/<bucket>/`` (or where a repro table's ``path``
+    says) and, where a table records it, whether each one reproduced in a fresh process."""
+    recorded: dict[str, dict[str, Any]] = {}
+    for table in sorted(t for t in tables if "repro" in t.lower()):
+        cols = _columns(conn, table)
+        key = next((c for c in _REPRO_KEY if c in cols), None)
+        flag = next((c for c in _REPRO_FLAG if c in cols), None)
+        if key is None or flag is None:
+            continue
+        path = '"path"' if "path" in cols else "NULL"
+        try:
+            for k, f, p in conn.execute(f'SELECT "{key}", "{flag}", {path} FROM "{table}"'):
+                recorded[str(k)] = {"reproduced": _truthy(f), "path": p}
+        except sqlite3.DatabaseError:
+            continue
+    rows = []
+    repro_root = root / "repros"
+    found = {d.name: d for d in sorted(repro_root.iterdir()) if d.is_dir()} if repro_root.is_dir() else {}
+    for key in sorted(set(found) | set(recorded)):
+        rec = recorded.get(key, {})
+        path = found.get(key)
+        if path is None and rec.get("path") and Path(rec["path"]).is_dir():
+            path = Path(rec["path"])
+        rows.append({"campaign": label, "bucket": key, "path": str(path) if path else None,
+                     "reproduced": rec.get("reproduced")})
+    return pd.DataFrame(rows, columns=_EMPTY["repros"])
+
+
+def _truthy(v: Any) -> bool | None:
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return v.strip().lower() in ("1", "true", "yes", "reproduces", "reproduced", "confirmed")
+    return bool(v)

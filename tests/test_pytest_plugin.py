@@ -1,0 +1,224 @@
+"""The pytest plugin, exercised as users run it: pytest in a subprocess, real TVM workers.
+
+Each test runs ``python -m pytest`` in a fresh folder holding a copy of
+``tests/test_differential.py`` (the module any project uses), so the plugin sees exactly what
+an installed user's suite gives it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, _plugin_installed, run_cli
+
+WRONG = "tests.plugins.wrong_programs"
+
+
+def run_pytest(folder: Path, *args, plugins: str | None = None, conftest: str | None = None,
+               extra_tests: dict[str, str] | None = None, timeout: int = 300):
+    """Run pytest on ``folder`` (created with the differential test module) in a subprocess."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "tests" / "test_differential.py", folder / "test_differential.py")
+    (folder / "pytest.ini").write_text("[pytest]\naddopts = -p no:randomly\n")
+    if conftest is not None:
+        (folder / "conftest.py").write_text(conftest)
+    for name, text in (extra_tests or {}).items():
+        (folder / name).write_text(text)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "FUZZHARNESS_PLUGINS")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    if plugins:
+        env["FUZZHARNESS_PLUGINS"] = plugins
+    load = [] if _plugin_installed() else ["-p", "fuzzharness.pytest_plugin"]
+    return subprocess.run([sys.executable, "-m", "pytest", *load, *map(str, args)], cwd=folder,
+                          env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def outcomes(stdout: str) -> dict[str, str]:
+    """test id → PASSED/FAILED/SKIPPED/XFAIL/XPASS from ``-v`` output."""
+    found = {}
+    for m in re.finditer(r"::(test_\w+\[[^\]]+\]) (PASSED|FAILED|SKIPPED|XFAIL|XPASS|ERROR)", stdout):
+        found[m.group(1)] = m.group(2)
+    return found
+
+
+def llvm_combos() -> int:
+    """(workload, dtype) combinations the llvm sample must cover at least once each."""
+    from generators.cases import GenSettings
+    from generators.workloads import workloads
+
+    return sum(len(workloads[w].dtype_labels) for w in GenSettings().workload_names())
+
+
+def test_plain_pytest_deselects_and_imports_nothing(tmp_path):
+    """Without -m differential: nothing planned, no TVM, no worker, no output folder."""
+    probe = ("import sys\n"
+             "def pytest_terminal_summary(terminalreporter):\n"
+             "    mods = [m for m in ('tvm', 'generators.workloads', 'fuzzharness.engine.pool')"
+             " if m in sys.modules]\n"
+             "    terminalreporter.write_line(f'IMPORTED {mods}')\n")
+    r = run_pytest(tmp_path, conftest=probe, extra_tests={"test_plain.py": "def test_x(): pass\n"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "1 passed, 2 deselected" in r.stdout
+    assert "IMPORTED []" in r.stdout
+    assert "--fuzz-seed" not in r.stdout
+    assert not (tmp_path / "fuzz-runs").exists()
+
+
+def test_wrong_program_fails_with_verdict_and_case(tmp_path):
+    """The acceptance test: differential tests fail on a wrong program, pass on a right one,
+    and a failure prints the verdict and a case file that `fuzzharness replay` reproduces."""
+    out = tmp_path / "failures"
+    r = run_pytest(tmp_path / "suite", "-m", "differential", "-v", "--fuzz-seed", "11",
+                   "--fuzz-targets", "llvm", "--fuzz-workloads", "matmul,test_matmul_off_by_one",
+                   "--fuzz-dtypes", "float32,float16-acc32", "--fuzz-cases", "8",
+                   "--fuzz-out", out, plugins=WRONG)
+    text = r.stdout + r.stderr
+    assert r.returncode == 1, text
+    got = outcomes(r.stdout)
+    wrong = {k: v for k, v in got.items() if "test_matmul_off_by_one" in k}
+    right = {k: v for k, v in got.items() if "llvm-matmul-" in k}
+    # every judged wrong-program case fails (a random schedule TVM rejects is skipped, not passed)
+    assert len(wrong) == 4 and set(wrong.values()) <= {"FAILED", "SKIPPED"}, got
+    assert list(wrong.values()).count("FAILED") >= 2, got
+    assert len(right) == 4 and "PASSED" in right.values(), got
+    assert "fuzzharness: seed 11: 8 differential cases run" in text
+
+    # the printed verdict: status, stage, ratio > 1, worst element, the case file
+    blocks = re.findall(r"wrong_result at stage verify: test_matmul_off_by_one (\S+) on llvm, "
+                        r"seed 11 index (\d+)\n  error/bound ratio (\S+) \(> 1 fails\), worst "
+                        r"element C\[\d+, \d+\].*?\n  case JSON: (\S+)\n  replay: fuzzharness "
+                        r"replay (\S+)", text, re.S)
+    assert blocks, text
+    dtype, index, ratio, case_path, replay_path = blocks[0]
+    assert float(ratio) > 1 and case_path == replay_path
+    case = json.loads(Path(case_path).read_text())
+    assert case["workload"]["name"] == "test_matmul_off_by_one"
+    assert Path(case_path).parent.parent == out / "seed-11"
+
+    # case i of the sample is generate_case(seed, i, settings for its combination): the seed
+    # given back regenerates it
+    import tests.plugins.wrong_programs  # noqa: F401
+    from generators.cases import GenSettings, generate_case
+
+    regenerated = generate_case(11, int(index), GenSettings(
+        workloads=("test_matmul_off_by_one",), dtypes=(dtype,), target={"kind": "llvm"}))
+    assert regenerated.id == case["id"]
+
+    env = dict(os.environ, FUZZHARNESS_PLUGINS=WRONG,
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    rep = run_cli("replay", replay_path, env=env)
+    assert rep.returncode == 1 and "wrong_result" in rep.stdout, rep.stdout + rep.stderr
+
+
+def test_seed_printed_and_accepted_back(tmp_path):
+    args = ["-m", "differential", "--collect-only", "--fuzz-targets", "llvm"]
+    first = run_pytest(tmp_path, *args, "--fuzz-profile", "nightly")
+    m = re.search(r"fuzzharness: --fuzz-seed=(\d+) \(random\), profile nightly: (\d+) cases",
+                  first.stdout)
+    assert first.returncode == 0 and m, first.stdout + first.stderr
+    assert int(m.group(2)) == 2000
+    again = run_pytest(tmp_path, *args, "--fuzz-seed", "last")
+    assert f"--fuzz-seed={m.group(1)} (the last run's)" in again.stdout, again.stdout
+    ci = run_pytest(tmp_path, *args)
+    assert "--fuzz-seed=0 (fixed: the profile is derandomized), profile ci: 150 cases" in ci.stdout
+    given = run_pytest(tmp_path, *args, "--fuzz-seed", "123", "--fuzz-cases", "25")
+    assert "--fuzz-seed=123 (given)" in given.stdout
+    # at least one case per (workload, dtype) combination, else the number asked for
+    assert len(re.findall(r"<Function test_case\[llvm-", given.stdout)) == max(25, llvm_combos())
+
+
+def test_profiles_and_usage_errors(tmp_path):
+    conftest = ("from hypothesis import settings\n"
+                "settings.register_profile('tiny', max_examples=9)\n")
+    base = ["-m", "differential", "--collect-only", "-q", "--fuzz-targets", "llvm"]
+    tiny = run_pytest(tmp_path, *base, "--fuzz-profile", "tiny", conftest=conftest)
+    assert tiny.returncode == 0, tiny.stdout + tiny.stderr
+    assert len(re.findall(r"::test_case\[llvm-", tiny.stdout)) == max(9, llvm_combos())
+    # fewer cases than combinations: every (target, workload, dtype) still gets one
+    few = run_pytest(tmp_path, *base, "--fuzz-cases", "1", conftest=conftest)
+    ids = re.findall(r"::test_case\[llvm-(\w+)-([\w-]+)-\d+\]", few.stdout)
+    from generators.workloads import workloads
+
+    expected = {(w, d) for w in workloads.names() if workloads[w].default
+                for d in workloads[w].dtype_labels}
+    assert set(ids) == expected and len(ids) == len(expected), few.stdout
+    for args, needle in [(["--fuzz-profile", "nope"], "no profile 'nope'"),
+                         (["--fuzz-seed", "abc"], "expected an integer or 'last'"),
+                         (["--fuzz-workloads", "nope"], "unknown workload 'nope'"),
+                         (["--fuzz-targets", "vulkan"], "unknown target 'vulkan'"),
+                         (["--fuzz-known-bugs", tmp_path / "none.toml"], "cannot read known-bugs")]:
+        r = run_pytest(tmp_path, *base, *args)
+        assert r.returncode == 4 and needle in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_unavailable_target_is_skipped_with_reason(tmp_path):
+    from fuzzharness.backends import backends
+    from generators.cases import TARGET_PRESETS
+
+    reason = backends["cuda"].unavailable(TARGET_PRESETS["cuda"])
+    if reason is None:
+        pytest.skip("this machine runs CUDA")
+    r = run_pytest(tmp_path, "-m", "differential", "-rs", "--fuzz-targets", "cuda")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "passed" not in r.stdout.splitlines()[-1]
+    skipped = re.search(r"SKIPPED \[(\d+)\] .*target cuda unavailable on this machine: (.*)",
+                        r.stdout)
+    assert skipped and int(skipped.group(1)) >= 1 and reason[:40] in skipped.group(2), r.stdout
+    assert "fuzzharness: target cuda skipped" in r.stdout
+
+
+def test_corpus_entries(tmp_path):
+    """reproduces → xfail(strict); a fixed bug XPASSes and fails; fixed entries must pass."""
+    import tests.plugins.wrong_programs  # noqa: F401
+    from fuzzharness.buckets import signature
+    from fuzzharness.execute import execute
+    from generators.cases import GenSettings, generate_case
+
+    def case(workload):
+        c = generate_case(5, 0, GenSettings(workloads=(workload,), dtypes=("float32",),
+                                            max_steps=0, metaschedule_fraction=0,
+                                            option_fraction=0))
+        return c, execute(c).verdict
+
+    bad, bad_v = case("test_matmul_off_by_one")
+    good, good_v = case("matmul")
+    assert bad_v.status.value == "wrong_result" and good_v.status.value == "pass"
+    sig = signature(bad.to_dict(), bad_v).to_dict()
+    corpus = tmp_path / "corpus"
+    # repro.py stand-ins keep only the scripts' contract (exit 1 while the bug reproduces)
+    entries = {"open-bug": (bad, "reproduces", 1), "fixed-upstream": (good, "reproduces", 0),
+               "stays-fixed": (good, "fixed", None), "regressed": (bad, "fixed", None),
+               "script-disagrees": (bad, "reproduces", 0)}
+    for name, (c, expected, script_exit) in entries.items():
+        (corpus / name).mkdir(parents=True)
+        (corpus / name / "case.json").write_text(c.to_json())
+        if script_exit is not None:
+            (corpus / name / "repro.py").write_text(f"import sys\nsys.exit({script_exit})\n")
+        (corpus / name / "meta.json").write_text(json.dumps({
+            "signature": sig, "expected": expected, "upstream": "https://example.org/issue/1",
+            "date": "2026-11-21"}))
+    (corpus / "broken").mkdir()
+    (corpus / "broken" / "case.json").write_text(good.to_json())
+    (corpus / "broken" / "meta.json").write_text("{not json")
+    r = run_pytest(tmp_path / "suite", "-m", "differential", "-v", "-rA", "--fuzz-corpus", corpus,
+                   "--fuzz-targets", "llvm", "--fuzz-workloads", "matmul", "--fuzz-dtypes",
+                   "float32", "--fuzz-cases", "1", plugins=WRONG)
+    got = {k: v for k, v in outcomes(r.stdout).items() if k.startswith("test_corpus")}
+    assert got == {"test_corpus[broken]": "FAILED", "test_corpus[fixed-upstream]": "FAILED",
+                   "test_corpus[open-bug]": "XFAIL", "test_corpus[regressed]": "FAILED",
+                   "test_corpus[script-disagrees]": "FAILED",
+                   "test_corpus[stays-fixed]": "PASSED"}, r.stdout
+    assert "[XPASS(strict)] open upstream bug (https://example.org/issue/1)" in r.stdout
+    assert 'set expected = "fixed"' in r.stdout
+    assert "corpus entry regressed is marked fixed but fails again" in r.stdout
+    assert "corpus entry script-disagrees: repro.py exits 0 (fixed) but replaying case.json " \
+           "reproduces bucket" in r.stdout
+    assert "corpus entry" in r.stdout and "meta.json" in r.stdout  # the broken one says why

@@ -1,0 +1,198 @@
+"""Campaign reports (`fuzzharness report`): tables checked against the database, the HTML
+self-contained, known vs new buckets, repro links, read-only access, one-line errors.
+
+Two real campaigns (real TVM, worker processes) with a deliberately wrong program mixed in,
+so that there are failures, buckets and passes to report on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.conftest import ROOT, run_cli
+
+
+@pytest.fixture(scope="module")
+def campaigns(tmp_path_factory):
+    base = tmp_path_factory.mktemp("campaigns")
+    env = dict(os.environ, FUZZHARNESS_PLUGINS="tests.plugins.wrong_programs",
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    dirs = []
+    # random schedules; then two nights of unscheduled cases, whose wrong-program failures
+    # land in the same bucket in both (buckets merge across campaigns)
+    no_steps = ["--max-steps", 0, "--primitives", "split"]
+    for seed, n, wls, extra in [(3, 12, "matmul,test_matmul_off_by_one", []),
+                                (4, 6, "row_sum,test_matmul_off_by_one", no_steps),
+                                (5, 6, "row_sum,test_matmul_off_by_one", no_steps)]:
+        d = base / f"nightly-{seed}"
+        r = run_cli("run", "--seed", seed, "--max-cases", n, "--workers", 2, "--workloads", wls,
+                    "--dtypes", "float32,float16", "--out", d, "--no-progress", *extra, env=env)
+        assert r.returncode in (0, 1), r.stderr
+        dirs.append(d)
+    return dirs
+
+
+def db_rows(d, sql, params=()):
+    con = sqlite3.connect(f"file:{d / 'results.sqlite'}?mode=ro", uri=True)
+    try:
+        return con.execute(sql, params).fetchall()
+    finally:
+        con.close()
+
+
+def fingerprint(d):
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.glob("results.sqlite*"))}
+
+
+def test_tables_agree_with_the_database(campaigns):
+    from reports import tables
+    from reports.load import load_campaigns
+
+    data = load_campaigns(campaigns)
+    total = sum(db_rows(d, "SELECT COUNT(*) FROM results")[0][0] for d in campaigns)
+    assert len(data.results) == total
+
+    m = tables.verdict_matrix(data)
+    assert m["cases"].sum() == total
+    for d in campaigns:
+        for wl, dtype, status, n in db_rows(d, "SELECT workload, dtype, status, COUNT(*) FROM "
+                                               "results WHERE workload IS NOT NULL GROUP BY 1, 2, 3"):
+            assert m.loc[(wl, dtype, "llvm"), status] >= n
+    # (an fp16-accumulated off-by-one can hide under the a-priori bound at large K: ≥ 1, not all)
+    assert m.loc["test_matmul_off_by_one", "findings"].sum() >= 1
+
+    # failure rate of one primitive, recounted from the stored cases
+    rates = tables.failure_rate_by_primitive(data)
+    prim = rates.index[0]
+    used = [r for r in data.results.itertuples() if prim in r.primitives]
+    findings = sum(r.status in tables.FINDING_VALUES for r in used)
+    assert rates.loc[prim, "cases"] == len(used) and rates.loc[prim, "findings"] == findings
+
+    # passing ratios are within the bound; the table's max is the largest stored ratio
+    ratios = tables.ratio_distribution(data)
+    stored = [r for d in campaigns for (r,) in db_rows(
+        d, "SELECT ratio FROM results WHERE status = 'pass' AND ratio IS NOT NULL")]
+    assert ratios.loc["(all)", "passes"] == len(stored)
+    assert ratios.loc["(all)", "max"] == pytest.approx(max(stored)) and max(stored) <= 1
+
+    # throughput integrates back to the number of cases
+    tp = tables.throughput(data)
+    for name, g in tp.groupby("campaign"):
+        width = float(np.diff(g["t"]).min()) if len(g) > 1 else 1.0
+        n = len(data.results[data.results["campaign"] == name])
+        assert (g["cases_per_s"] * width).sum() == pytest.approx(n)
+
+    # buckets: merged across campaigns, counts as stored, wrong programs are new
+    b = tables.bucket_list(data)
+    stored_counts = {}
+    for d in campaigns:
+        for key, count in db_rows(d, "SELECT key, count FROM buckets"):
+            stored_counts[key] = stored_counts.get(key, 0) + count
+    assert dict(zip(b["key"], b["count"], strict=True)) == stored_counts
+    shared = b[b["campaigns"].str.contains(", ")]
+    assert len(shared) >= 1 and (shared["count"] >= 2).all()
+    assert (b[b["title"].str.contains("test_matmul_off_by_one")]["known"] == "new").all()
+
+
+def test_html_and_markdown(campaigns, tmp_path):
+    before = [fingerprint(d) for d in campaigns]
+    out = tmp_path / "site" / "report.html"
+    r = run_cli("report", *campaigns, "--out", out)
+    assert r.returncode == 0, r.stderr
+    assert [fingerprint(d) for d in campaigns] == before  # read-only
+    page = out.read_text()
+    # self-contained: no scripts, no external resources; plots inline
+    assert "<script" not in page and not re.search(r'(src|href)="(https?:)?//', page)
+    assert page.count("<svg") == 5  # history, verdicts, failure rates, ratios, throughput
+    for heading in ("Verdicts by workload × dtype × target", "Failure rate by schedule primitive",
+                    "Error/bound ratios of passing cases", "Throughput", "Buckets", "Campaigns"):
+        assert heading in page
+    assert "test_matmul_off_by_one" in page and ">NEW<" in page
+    md = (tmp_path / "site" / "report.md").read_text()
+    total = sum(db_rows(d, "SELECT COUNT(*) FROM results")[0][0] for d in campaigns)
+    assert md.startswith(f"## tvm-fuzzharness: {total} cases")
+    status = {}
+    for d in campaigns:
+        for s, n in db_rows(d, "SELECT status, COUNT(*) FROM results GROUP BY status"):
+            status[s] = status.get(s, 0) + n
+    line = next(ln for ln in md.splitlines() if ln.startswith("verdicts: "))
+    assert dict((k, int(v)) for k, v in re.findall(r"(\w+) (\d+)", line)) == status
+    assert "### New buckets" in md and "Full report with plots: `report.html`" in md
+
+
+def test_known_bugs_and_repro_links(campaigns, tmp_path):
+    """A bucket matched by the known-bugs file is known, with its link; a repro written by
+    the campaign is linked relative to the HTML, with what the repro table recorded."""
+    d = tmp_path / "camp"
+    shutil.copytree(campaigns[0], d)
+    key = db_rows(d, "SELECT key FROM buckets WHERE title LIKE '%test_matmul_off_by_one%' "
+                     "ORDER BY count DESC")[0][0]
+    repro = d / "repros" / key
+    repro.mkdir(parents=True)
+    (repro / "repro.py").write_text("print('repro')\n")
+    con = sqlite3.connect(d / "results.sqlite")
+    con.execute("CREATE TABLE repros(bucket TEXT PRIMARY KEY, path TEXT, reproduced INTEGER)")
+    con.execute("INSERT INTO repros VALUES (?, ?, 1)", (key, str(repro)))
+    con.commit()
+    con.close()
+    bugs = tmp_path / "known.toml"
+    bugs.write_text('[[bug]]\nid = "off-by-one"\ntitle = "test program"\n'
+                    'link = "https://example.org/tvm/issues/42"\n'
+                    '[bug.match]\nsymptom = "wrong_result"\nworkloads = ["test_matmul_off_by_one"]\n')
+    out = tmp_path / "out" / "r.html"
+    r = run_cli("report", d, "--out", out, "--known-bugs", bugs, "--markdown", "-")
+    assert r.returncode == 0, r.stderr
+    page = out.read_text()
+    row = next(tr for tr in page.split("<tr>") if key in tr)
+    assert 'class="known"' in row and "https://example.org/tvm/issues/42" in row
+    assert f'href="../camp/repros/{key}/repro.py"' in row and "✓ reproduced" in row
+    assert (out.parent / f"../camp/repros/{key}/repro.py").resolve().exists()
+    assert "### Known bugs seen" in r.stdout and "off-by-one" in r.stdout  # markdown on stdout
+
+
+@pytest.mark.parametrize("kind", ["missing", "empty_dir", "foreign", "text", "out_is_dir"])
+def test_bad_input_is_one_line_exit_2(campaigns, tmp_path, kind):
+    target = tmp_path / "x"
+    out = tmp_path / "r.html"
+    if kind == "empty_dir":
+        target.mkdir()
+    elif kind == "foreign":
+        target.mkdir()
+        con = sqlite3.connect(target / "results.sqlite")
+        con.execute("CREATE TABLE users(name TEXT)")
+        con.commit()
+        con.close()
+    elif kind == "text":
+        target.mkdir()
+        (target / "results.sqlite").write_text("hello")
+    elif kind == "out_is_dir":
+        target, out = campaigns[0], tmp_path
+    r = run_cli("report", campaigns[0], target, "--out", out)
+    assert r.returncode == 2, r.stdout + r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in r.stderr and lines[0].startswith("fuzzharness: error: ")
+    assert kind == "out_is_dir" or not out.exists()
+
+
+def test_report_without_matplotlib(campaigns, tmp_path):
+    """matplotlib is optional: without it every table is there and the page says why no plot."""
+    out = tmp_path / "r.html"
+    code = ("import sys; sys.modules['matplotlib'] = None\n"
+            "from fuzzharness.cli import main\n"
+            f"sys.exit(main(['report', {str(campaigns[0])!r}, '--out', {str(out)!r}]))\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    page = out.read_text()
+    assert "<svg" not in page and page.count("plots need matplotlib") == 4
+    assert "<table" in page and "test_matmul_off_by_one" in page
