@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from fuzzharness.commands import replay, run
+from fuzzharness.commands import corpus, minimize, replay, repro, run
 from fuzzharness.registry import Registry
 
 commands: Registry = Registry("command")
 commands.add("run", run)
 commands.add("replay", replay)
+commands.add("minimize", minimize)
+commands.add("repro", repro)
+commands.add("corpus", corpus)
