@@ -122,7 +122,7 @@ def test_compile_error_repro_matches_the_error_text(tmp_path):
     assert verdict.status is Status.COMPILE_ERROR and verdict.stage.value == "lower"
     assert outcome.reproduced, outcome.runs[-1].output
     assert "Check failed: lanes > 1" in outcome.runs[0].output
-    assert "an error in stage lower" in outcome.runs[0].output
+    assert "an error in stage compile (the harness's lower)" in outcome.runs[0].output
 
 
 def test_a_repro_that_does_not_reproduce_is_never_an_issue(tmp_path):
@@ -288,14 +288,14 @@ def test_campaign_minimizes_new_buckets_within_its_cap(tmp_path, plugin_env):
     """A deliberately wrong program: one new bucket; the run reports its minimization."""
     out = tmp_path / "c"
     r = run_cli("run", "--seed", "1", "--max-cases", "1", "--workers", "1", "--workloads",
-                "test_matmul_off_by_one", "--no-progress", "--out", out,
+                "test_matmul_off_by_one", "--primitives", "split,reorder", "--no-progress", "--out", out,
                 "--minimize-budget", "1", env=plugin_env)
     assert r.returncode == 1, r.stderr
     assert "then ≤ 1 s minimizing new buckets" in r.stderr
     assert "minimize: 1 bucket, 0 minimized" in r.stdout and "time cap 1 s" in r.stdout
     assert "skipped (budget)" in r.stdout
     r = run_cli("run", "--seed", "1", "--max-cases", "1", "--workers", "1", "--workloads",
-                "test_matmul_off_by_one", "--no-progress", "--out", tmp_path / "d",
+                "test_matmul_off_by_one", "--primitives", "split,reorder", "--no-progress", "--out", tmp_path / "d",
                 "--no-minimize", env=plugin_env)
     assert r.returncode == 1 and "minimize:" not in r.stdout
 
@@ -303,7 +303,7 @@ def test_campaign_minimizes_new_buckets_within_its_cap(tmp_path, plugin_env):
 def test_minimize_command_on_a_campaign_writes_verified_repros(tmp_path, plugin_env):
     out = tmp_path / "c"
     r = run_cli("run", "--seed", "1", "--max-cases", "1", "--workers", "1", "--workloads",
-                "test_matmul_off_by_one", "--no-progress", "--out", out, env=plugin_env)
+                "test_matmul_off_by_one", "--primitives", "split,reorder", "--no-progress", "--out", out, env=plugin_env)
     assert r.returncode == 1
     r = run_cli("minimize", out, "--budget", "40", "--no-triage", "--workers", "2",
                 env=plugin_env)

@@ -1,7 +1,8 @@
 """Write the standalone repro of one failing case, as it is (no minimization).
 
 CASE is a case JSON file, or — with --db DIR — a case index or (prefix of a) case id of that
-campaign.  The case is run in a worker process for its verdict; for a TVM finding,
+campaign.  The case is run in a worker process for its verdict (a case written for a failure
+while a schedule was drawn carries the failing call and its verdict in its origin); for a TVM finding,
 repro.py, case.json and (once the script reproduced in a fresh process) issue.md are
 written to --out DIR (default: DIR/repros/<bucket> with --db, else ./repros/<bucket>).
 With --db the outcome is also recorded in the campaign database.
@@ -41,16 +42,23 @@ def main(args, argv) -> int:
         raise UsageError("--verify must be ≥ 1")
     case, _ = load_case(args)
     check_names(case)
-    verdict = run_once(case, args.timeout)
+    failing_call = case.origin.get("failing_call")
+    if failing_call and case.origin.get("failing_verdict"):
+        # a failure while the schedule was drawn: the call that fails is not in the trace
+        from fuzzharness.verdict import Verdict
+
+        verdict = Verdict.from_dict(case.origin["failing_verdict"])
+    else:
+        failing_call, verdict = None, run_once(case, args.timeout)
     print(f"case {case.id}: {verdict.line()}")
     if not verdict.is_finding:
         print("not a TVM finding: nothing to reproduce")
         return EXIT_OK
-    sig = signature(case.to_dict(), verdict)
+    sig = signature(None if failing_call else case.to_dict(), verdict)
     base = args.out or ((args.db / REPROS_DIR / sig.key) if args.db else Path(REPROS_DIR) / sig.key)
     outcome = write_repro(base, case, verdict, bucket=sig.key, signature=sig, versions=versions(),
                           verify_times=args.verify, triage=not args.no_triage,
-                          timeout=args.timeout)
+                          timeout=args.timeout, failing_call=failing_call)
     if args.db is not None:
         from fuzzharness.engine.db import ResultsDB
 

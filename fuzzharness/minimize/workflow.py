@@ -245,7 +245,8 @@ def _write(out: Path, key: str, m: MinimizeResult, settings, versions, verify_ti
         except NotReproducible as e:
             res.status, res.note = "not reproduced", f"no standalone script: {e}"
             return res, None
-        case = as_case(call, settings.generation, {"minimized_from": f"choices of bucket {key}"})
+        case = as_case(call, settings.generation, {"minimized_from": f"choices of bucket {key}"},
+                       verdict)
         failing_call = call.line
         res.length = len(case.trace[0]) + 1 if case.trace else 1
     sig = signature(case.to_dict(), verdict) if verdict is not None else None

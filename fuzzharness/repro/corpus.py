@@ -10,6 +10,11 @@ Layout (one directory per entry; this format is read by the pytest plugin — ke
                                 "known_bug": id or null, "date": "YYYY-MM-DD",
                                 "tvm", "tvm_ffi", "harness"}
 
+A case written for a failure raised while a schedule was *drawn* holds the trace before the
+failing call; its ``origin`` has ``failing_call`` (the ``sch.<primitive>(...)`` line) and
+``failing_verdict`` — replaying such a case.json through the harness does not fail; its
+repro.py does (replay corpus entries through repro.py's exit status).
+
 ``expected`` is ``"reproduces"`` while the upstream bug is open: the script must exit 1
 (a test replaying it is an xfail(strict) — it starts to XPASS the day TVM fixes the bug,
 which is the signal to set ``"fixed"``, where the script must exit 0).  ``bucket`` is the
@@ -139,10 +144,19 @@ def add(repro_dir: str | Path, corpus: str | Path, name: str, *, upstream: str =
 
 
 def _signature_of(src: Path, case) -> Any:
-    """The case's bucket signature, from running it again (in a worker process)."""
+    """The case's bucket signature, from running it again (in a worker process) — or, for a
+    failure while a schedule was drawn, from its recorded verdict after its script
+    reproduced it."""
     from fuzzharness.buckets import signature
     from fuzzharness.commands.replay import run_isolated
+    from fuzzharness.repro.verify import run_script
+    from fuzzharness.verdict import Verdict
 
+    if case.origin.get("failing_call") and case.origin.get("failing_verdict"):
+        run = run_script(src / "repro.py")
+        if run.exit_code != 1:
+            raise CorpusError(f"{src}/repro.py exited {run.exit_code}: it does not reproduce")
+        return signature(None, Verdict.from_dict(case.origin["failing_verdict"]))
     verdict = run_isolated(case, 300.0)
     sig = signature(case.to_dict(), verdict)
     if sig is None or not sig.is_finding:

@@ -174,8 +174,23 @@ def _render(v: Any, names: list[tuple[Any, str]]) -> str:
     raise NotReproducible(f"cannot write the argument {v!r} ({type(v).__name__}) as Python")
 
 
-def as_case(call: FailingCall, settings, origin: dict[str, Any]) -> Case:
-    """A case holding the trace *before* the failing call (what the script replays first)."""
+def _portable(verdict) -> dict[str, Any] | None:
+    """The verdict without machine-specific parts (tracebacks with local paths, timings)."""
+    if verdict is None:
+        return None
+    d = verdict.to_dict()
+    d["timings"] = {}
+    d["details"] = {k: v for k, v in d.get("details", {}).items() if k in ("exception", "site")}
+    return d
+
+
+def as_case(call: FailingCall, settings, origin: dict[str, Any], verdict=None) -> Case:
+    """A case holding the trace *before* the failing call (what the script replays first).
+
+    Its ``origin`` keeps the call (``failing_call``) and the verdict it got
+    (``failing_verdict``): replaying the case itself does not fail — the call is not part of
+    its trace — so ``fuzzharness repro`` and the corpus take both from there.
+    """
     from fuzzharness.minimize.passes import exact_mode_allowed
     from generators.workloads import workloads
 
@@ -185,7 +200,8 @@ def as_case(call: FailingCall, settings, origin: dict[str, Any]) -> Case:
                 schedule={"source": "random", "trace": call.trace},
                 target=target, pass_config={}, oracle={"mode": "bound"},
                 origin=dict(origin, dtype=workloads[call.workload].dtype_label(call.params),
-                            failing_call=call.line))
+                            failing_call=call.line,
+                            failing_verdict=_portable(verdict)))
     if exact_mode_allowed(case):
         case = case.replace(oracle={"mode": "exact"})
     return case

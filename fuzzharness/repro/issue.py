@@ -25,7 +25,20 @@ def _shape_text(case: Case) -> str:
     return ", ".join(f"{k}={v}" for k, v in ints.items())
 
 
-def title(case: Case, verdict: Verdict, failing_call: str | None = None) -> str:
+def short_message(message: str, limit: int = 100) -> str:
+    """The human part of an error for a title: the text after TVM's ``Check failed: ... :``
+    when there is one, else the check itself; cut at a word boundary."""
+    line = salient_line(message)
+    line = line.split(": ", 1)[1] if line.split(": ", 1)[0].endswith(("Error", "Exception")) else line
+    if line.startswith("Check failed:") and " : " in line and line.split(" : ", 1)[1].strip():
+        line = line.split(" : ", 1)[1].strip()
+    if len(line) <= limit:
+        return line.rstrip(" :")
+    return line[:limit].rsplit(" ", 1)[0].rstrip(" :,") + " …"
+
+
+def title(case: Case, verdict: Verdict, failing_call: str | None = None,
+          raised_in: str | None = None) -> str:
     prims = ", ".join(trace_primitives(case.trace)) or "no schedule"
     if failing_call:
         prims = failing_call.split("(", 1)[0].replace("sch.", "")
@@ -42,11 +55,13 @@ def title(case: Case, verdict: Verdict, failing_call: str | None = None) -> str:
         return f"[Bug] [TIR] {sig} in {verdict.stage.value} after {prims}: {where}"
     if status == "timeout":
         return f"[Bug] [TIR] {verdict.stage.value} does not finish after {prims}: {where}"
-    msg = salient_line(verdict.message)[:110]
+    msg = short_message(verdict.message)
     if verdict.stage.value == "schedule":
         return f"[Bug] [TIR][Schedule] {prims} fails instead of raising a ScheduleError: {msg}"
     what = {"lower": "Lowering", "codegen": "Code generation", "build": "Building"}.get(
         verdict.stage.value, verdict.stage.value.capitalize())
+    if raised_in:
+        what = raised_in.split(".")[-1]
     return f"[Bug] [TIR] {what} fails after {prims}: {msg}"
 
 
@@ -138,6 +153,9 @@ def issue_markdown(*, case: Case, verdict: Verdict, bucket: str, signature: Sign
         f"- schedule primitives involved: {', '.join(f'`{p}`' for p in prims) or 'none'}",
     ]
     out += _triage_lines(triage, verdict)
+    if not minimized and case.origin.get("minimized_from"):
+        out.append(f"- found by tvm-fuzzharness and minimized from case "
+                   f"`{case.origin['minimized_from']}`")
     if minimized:
         out.append(f"- found by tvm-fuzzharness and minimized from case `{minimized.get('original_case_id')}`"
                    f" (trace {minimized.get('original_length')} → {minimized.get('length')} "

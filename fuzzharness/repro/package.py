@@ -82,6 +82,8 @@ def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
         pattern = s.expect.get("error")
         t = probe(case, symptom=verdict.status.value, pattern=pattern, workdir=d)
         record["notes"] = [*s.notes, f"triage in {t.seconds:.1f} s"]
+        if t.raised_in:  # name the pass that raised
+            title = record["title"] = issue_md.title(case, verdict, failing_call, t.raised_in)
     text = issue_md.issue_markdown(
         case=case, verdict=verdict, bucket=bucket, signature=signature, script_text=s.text,
         script_output=last.output, schedule_lines=s.schedule_lines, versions=versions,

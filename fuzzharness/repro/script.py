@@ -32,6 +32,9 @@ from fuzzharness.repro.reference import Expectation, expectation, reference_sour
 from fuzzharness.verdict import Status, Verdict
 
 DEFAULT_CHILD_TIMEOUT = 300  # seconds; a hang bucket uses the harness's own timeout
+#: the harness's stages → the script's (tvm.compile lowers and generates code in one call)
+SCRIPT_STAGES = {"lower": "compile", "codegen": "compile", "build": "build", "run": "run",
+                 "schedule": "schedule", "verify": "run"}
 
 
 class NotReproducible(Exception):
@@ -81,7 +84,9 @@ def expectation_of(case: Case, verdict: Verdict, timeout: float | None) -> dict[
         exp["summary"] = f"no result within {timeout:g} s (stage {verdict.stage.value})"
     elif verdict.message:
         exp["error"] = error_pattern(verdict.message)  # numbers and addresses may vary
-        exp["summary"] = f"an error in stage {verdict.stage.value}: {salient_line(verdict.message)[:160]}"
+        when = SCRIPT_STAGES.get(verdict.stage.value, verdict.stage.value)
+        exp["summary"] = (f"an error in stage {when} (the harness's {verdict.stage.value}): "
+                          f"{salient_line(verdict.message)[:160]}")
     else:
         raise NotReproducible(f"a {verdict.status.value} without a message or signal "
                               "cannot be checked by a script")

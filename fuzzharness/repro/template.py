@@ -80,6 +80,16 @@ def _judge(outputs, expected):
     return worst, message or "no output elements", failed
 
 
+def _exception_lines(log):
+    """Where TVM threw (its C++ frame, if any) and the exception's own lines."""
+    lines = [ln for ln in log.splitlines() if ln.strip()]
+    frames = [i for i, ln in enumerate(lines) if ln.lstrip().startswith('File "')]
+    if not frames:
+        return lines[-12:]
+    native = [lines[i] for i in frames if ".cc\"" in lines[i] or ".h\"" in lines[i]]
+    return (native[-1:] + lines[frames[-1] + 1:])[-12:]
+
+
 def _signal_name(code):
     try:
         return signal.Signals(-code).name
@@ -112,9 +122,8 @@ def check():
             same = EXPECT["symptom"] == "crash" and EXPECT.get("signal") in (None, name)
             return 1 if same else 2
         if proc.returncode != 0 or stage != "done":
-            lines = [ln for ln in log.splitlines() if ln.strip()]
             print(f"actual:    an exception in stage {stage}:")
-            print("\n".join(lines[-12:]))
+            print("\n".join(_exception_lines(log)))
             if EXPECT.get("error") and re.search(EXPECT["error"], log):
                 return 1
             if stage == "schedule" and "ScheduleError" in log:
