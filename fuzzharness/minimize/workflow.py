@@ -302,7 +302,9 @@ def after_campaign(out: str | Path, total_budget: float, *, progress: bool = Tru
         p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True,
                            timeout=total_budget + 4 * REPRO_OVERHEAD + 120)
     except subprocess.TimeoutExpired:
-        return "minimize: stopped (took far longer than its time cap); run `fuzzharness minimize DIR`"
+        return f"minimize: stopped (took far longer than its time cap); run `fuzzharness minimize {out}`"
+    except KeyboardInterrupt:
+        return f"minimize: interrupted; what was verified is stored; run `fuzzharness minimize {out}`"
     if p.returncode not in (0, 1):
         return f"minimize: failed (exit {p.returncode}); run `fuzzharness minimize {out}`"
     return p.stdout.strip()

@@ -65,6 +65,9 @@ def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
                                    failing_call=failing_call, first_seen=first_seen)
     except NotReproducible as e:
         return _not_reproduced(d, record, bucket, title, [], f"no standalone script: {e}")
+    except Exception as e:  # noqa: BLE001 - e.g. an index map the relayout cannot evaluate
+        return _not_reproduced(d, record, bucket, title, [],
+                               f"could not write a script: {type(e).__name__}: {e}")
     foreign = foreign_imports(s.text)
     if foreign:
         raise AssertionError(f"repro script imports {foreign}")  # a bug in this module
