@@ -111,3 +111,11 @@ def make_inputs(specs: list[InputSpec], distribution: str, seed: int) -> dict[st
             x = np.clip(np.rint(x), -hi, hi) if lo < 0 else np.clip(np.rint(x), lo, hi)
         out[spec.name] = numerics.round_to(x, spec.dtype)
     return out
+
+
+# The minimizer's simplest inputs (fuzzharness/minimize/passes.py): every element 1.  Never
+# drawn by generation (not in the draws of generators/cases.py), so registering it changes no
+# campaign; with the exact-integer oracle it needs ``int_max ≥ 1`` like ``small_ints``.
+@distributions.register("ones")
+def ones(rng: np.random.Generator, spec: InputSpec) -> np.ndarray:  # noqa: ARG001
+    return np.ones(spec.shape)

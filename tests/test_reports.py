@@ -139,11 +139,11 @@ def test_known_bugs_and_repro_links(campaigns, tmp_path):
     repro = d / "repros" / key
     repro.mkdir(parents=True)
     (repro / "repro.py").write_text("print('repro')\n")
-    con = sqlite3.connect(d / "results.sqlite")
-    con.execute("CREATE TABLE repros(bucket TEXT PRIMARY KEY, path TEXT, reproduced INTEGER)")
-    con.execute("INSERT INTO repros VALUES (?, ?, 1)", (key, str(repro)))
-    con.commit()
-    con.close()
+    from fuzzharness.engine.db import ResultsDB
+
+    db = ResultsDB(d)  # the campaign's own repros table, as the minimizer fills it
+    db.add_repro({"bucket": key, "path": str(repro), "reproduced": True, "runs": 1})
+    db.close()
     bugs = tmp_path / "known.toml"
     bugs.write_text('[[bug]]\nid = "off-by-one"\ntitle = "test program"\n'
                     'link = "https://example.org/tvm/issues/42"\n'

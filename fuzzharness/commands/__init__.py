@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from fuzzharness.commands import replay, report, run
+from fuzzharness.commands import corpus, minimize, replay, report, repro, run
 from fuzzharness.registry import Registry
 
 commands: Registry = Registry("command")
 commands.add("run", run)
 commands.add("replay", replay)
+commands.add("minimize", minimize)
+commands.add("repro", repro)
+commands.add("corpus", corpus)
 commands.add("report", report)

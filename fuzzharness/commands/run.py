@@ -20,6 +20,10 @@ from pathlib import Path
 
 HELP = "run a fuzz campaign"
 
+#: seconds, for all new buckets together: the default 2-minute campaign stays a few minutes.
+#: $FUZZHARNESS_MINIMIZE_BUDGET changes the default (the test suite sets it to 0).
+MINIMIZE_BUDGET = 120.0
+MINIMIZE_BUDGET_ENV = "FUZZHARNESS_MINIMIZE_BUDGET"
 _GENERATION_FLAGS = ("workloads", "dtypes", "primitives", "max_steps", "target", "seed",
                      "config")
 
@@ -50,6 +54,11 @@ def add_arguments(p) -> None:
                         "opencl or adreno (run by pyopencl on an OpenCL CPU runtime); "
                         "or a JSON target dict")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    p.add_argument("--no-minimize", action="store_true",
+                   help="do not minimize new failure buckets into repros at the end")
+    p.add_argument("--minimize-budget", type=float, metavar="SECONDS",
+                   help="time cap for minimizing new buckets at the end, all together "
+                        f"(default {MINIMIZE_BUDGET:g}, or ${MINIMIZE_BUDGET_ENV}; 0 = do not)")
 
 
 def _csv(text: str | None) -> tuple[str, ...] | None:
@@ -116,6 +125,23 @@ def settings_from_args(args):
     return dataclasses.replace(s, generation=dataclasses.replace(s.generation, **gen))
 
 
+def _minimize_budget(args) -> float:
+    import os
+
+    from fuzzharness.errors import UsageError
+
+    budget = args.minimize_budget
+    if budget is None:
+        text = os.environ.get(MINIMIZE_BUDGET_ENV, "")
+        try:
+            budget = float(text) if text.strip() else MINIMIZE_BUDGET
+        except ValueError:
+            raise UsageError(f"${MINIMIZE_BUDGET_ENV}={text!r} is not a number of seconds") from None
+    if budget < 0:
+        raise UsageError("--minimize-budget must be ≥ 0")
+    return 0.0 if args.no_minimize else budget
+
+
 def main(args, argv) -> int:
     from fuzzharness.engine.campaign import Campaign, format_summary
     from fuzzharness.errors import UsageError
@@ -132,7 +158,7 @@ def main(args, argv) -> int:
         if args.max_cases and args.time_budget is None:
             over["time_budget"] = 0.0
         campaign = Campaign(args.resume, resume=True, overrides=over, argv=["run", *argv],
-                            progress=not args.no_progress)
+                            progress=not args.no_progress, minimize_budget=_minimize_budget(args))
     else:
         settings = settings_from_args(args).validate()
         if settings.seed is None:
@@ -141,16 +167,19 @@ def main(args, argv) -> int:
             settings.seed = random.randrange(2**31)
         out = args.out or Path("fuzz-runs") / (
             datetime.datetime.now().strftime("%Y%m%d-%H%M%S") + f"-seed{settings.seed}")
-        campaign = Campaign(out, settings, argv=["run", *argv], progress=not args.no_progress)
+        campaign = Campaign(out, settings, argv=["run", *argv], progress=not args.no_progress,
+                            minimize_budget=_minimize_budget(args))
     s = campaign.settings
     limit = []
     if s.time_budget:
         limit.append(f"{s.time_budget:g} s")
     if s.max_cases:
         limit.append(f"{s.max_cases} cases")
+    mini = (f"then ≤ {campaign.minimize_budget:g} s minimizing new buckets"
+            if campaign.minimize_budget else "no minimization")
     print(f"fuzzharness: seed {campaign.seed}, {s.workers} workers ({s.executor}), "
           f"{' or '.join(limit)}, target {s.generation.target.get('kind')}, "
-          f"{len(campaign.known)} known bugs, out {campaign.out}", file=sys.stderr)
+          f"{len(campaign.known)} known bugs, {mini}, out {campaign.out}", file=sys.stderr)
     summary = campaign.run()
     print(format_summary(summary))
     return summary.exit_code

@@ -73,6 +73,7 @@ class CampaignSummary:
     known_source: str = ""
     recycled: int = 0
     coverage: list[tuple] = dataclasses.field(default_factory=list)  # engine/coverage.py rows
+    minimized: str = ""  # the report of the minimization of new buckets (fuzzharness.minimize)
 
     @property
     def rate(self) -> float:
@@ -98,10 +99,13 @@ class CampaignSummary:
 class Campaign:
     def __init__(self, out: str | Path, settings: CampaignSettings | None = None, *,
                  resume: bool = False, overrides: dict[str, Any] | None = None,
-                 argv: list[str] | None = None, progress: bool = True):
+                 argv: list[str] | None = None, progress: bool = True,
+                 minimize_budget: float = 0.0):
         """Create (or, with ``resume``, reopen) the campaign stored in ``out``.
 
         ``overrides``: settings to change on resume (only :data:`RESUMABLE` keys).
+        ``minimize_budget``: seconds to spend, after the cases, minimizing new buckets into
+        verified repros (0: do not); see :func:`fuzzharness.minimize.workflow.after_campaign`.
         Everything that can be wrong with the request is checked here, before any case
         runs and before anything is written to an existing database.
         """
@@ -109,6 +113,7 @@ class Campaign:
         self.resume = resume
         self.argv = argv or []
         self.show_progress = progress
+        self.minimize_budget = minimize_budget
         if resume:
             self.db = ResultsDB(self.out, create=False)
             stored = self.db.campaign()
@@ -218,6 +223,11 @@ class Campaign:
             self.known.source, executor.recycled if executor is not None else 0)
         summary.coverage = coverage.store(self.db.conn)
         self.db.close()
+        if self.minimize_budget > 0 and summary.new_buckets:
+            from fuzzharness.minimize.workflow import after_campaign
+
+            summary.minimized = after_campaign(self.out, self.minimize_budget,
+                                               progress=self.show_progress)
         return summary
 
     def _store(self, r: TaskResult, sig: Signature | None) -> bool:
@@ -276,6 +286,8 @@ def format_summary(s: CampaignSummary, *, limit: int = 15) -> str:
             lines.append(f"  {b.count:>5} × {b.title}  (first: case #{b.example_idx})")
     if s.coverage:
         lines.append(coverage.format_table(s.coverage))
+    if s.minimized:
+        lines.append(s.minimized)
     lines.append(f"results: {s.out / 'results.sqlite'}")
     lines.append(f"replay one: fuzzharness replay --db {s.out} <case index or id>")
     return "\n".join(lines)

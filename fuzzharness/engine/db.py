@@ -19,12 +19,18 @@ Tables::
             example_idx, example_case_id)
                                       one row per distinct failure (fuzzharness.buckets);
                                       example = the first case that fell into it
+    repros(bucket PRIMARY KEY, case_id, case_json, signature, path, reproduced, runs,
+           exit_code, output, original_length, length, minimize_seconds, minimize_runs,
+           title, notes, created)     the minimized repro of a bucket (fuzzharness.repro):
+                                      reproduced = 1 only when the written script exited 1
+                                      in every verification run in a fresh process
 
 A result and its bucket update are one transaction: ``count`` always equals the number of
 results that name the bucket, even across a SIGKILL.
 
 Schema history: 1 → 2 added ``results.bucket`` and ``buckets``; a version-1 database is
-migrated (additively, buckets recomputed from the stored verdicts) when opened.
+migrated (additively, buckets recomputed from the stored verdicts) when opened.  2 → 3 added
+``repros`` (additive: an empty table).
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ if TYPE_CHECKING:
     from fuzzharness.buckets import Signature
 
 APPLICATION = "tvm-fuzzharness"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DB_NAME = "results.sqlite"
 
 SCHEMA = """
@@ -96,7 +102,29 @@ CREATE TABLE IF NOT EXISTS buckets(
     example_case_id TEXT
 );
 CREATE INDEX IF NOT EXISTS results_bucket ON results(bucket);
+""" + """
+CREATE TABLE IF NOT EXISTS repros(
+    bucket TEXT PRIMARY KEY,
+    case_id TEXT,
+    case_json TEXT,
+    signature TEXT,
+    path TEXT,
+    reproduced INTEGER NOT NULL,
+    runs INTEGER NOT NULL,
+    exit_code INTEGER,
+    output TEXT,
+    original_length INTEGER,
+    length INTEGER,
+    minimize_seconds REAL,
+    minimize_runs INTEGER,
+    title TEXT,
+    notes TEXT,
+    created REAL NOT NULL
+);
 """
+REPRO_FIELDS = ("bucket", "case_id", "case_json", "signature", "path", "reproduced", "runs",
+                "exit_code", "output", "original_length", "length", "minimize_seconds",
+                "minimize_runs", "title", "notes", "created")
 
 
 class DatabaseError(Exception):
@@ -184,8 +212,11 @@ class ResultsDB:
             self.conn.executescript(SCHEMA)  # creates what is missing (IF NOT EXISTS)
             with self.conn:
                 self._rebuild_buckets()
-                self.conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'",
-                                  (str(SCHEMA_VERSION),))
+        if schema < 3:
+            self.conn.executescript(SCHEMA)  # the repros table (IF NOT EXISTS: additive)
+        with self.conn:
+            self.conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'",
+                              (str(SCHEMA_VERSION),))
 
     def _rebuild_buckets(self) -> None:
         """Recompute every result's bucket from its stored case and verdict (one transaction)."""
@@ -313,6 +344,36 @@ class ResultsDB:
                 s["dtypes"].add(dtype)
             s["sessions"].add(session)
         return stats
+
+    # -- repros ------------------------------------------------------------------------------
+    def add_repro(self, record: dict[str, Any]) -> None:
+        """Store (or replace) the repro of one bucket; ``record`` has :data:`REPRO_FIELDS`
+        (plain data; ``signature`` and ``notes`` may be dicts/lists, stored as JSON)."""
+        row = dict(record)
+        row.setdefault("created", time.time())
+        for key in ("signature", "notes"):
+            if row.get(key) is not None and not isinstance(row[key], str):
+                row[key] = json.dumps(row[key], sort_keys=True)
+        row["reproduced"] = int(bool(row.get("reproduced")))
+        values = [row.get(f) for f in REPRO_FIELDS]
+        with self.conn:
+            self.conn.execute(f"INSERT OR REPLACE INTO repros VALUES ({','.join('?' * len(REPRO_FIELDS))})",
+                              values)
+
+    def repros(self) -> list[dict[str, Any]]:
+        """Every stored repro, by bucket key order; ``signature``/``notes`` decoded."""
+        out = []
+        for row in self.conn.execute(f"SELECT {', '.join(REPRO_FIELDS)} FROM repros ORDER BY bucket"):
+            d = dict(zip(REPRO_FIELDS, row, strict=True))
+            for key in ("signature", "notes"):
+                if d[key]:
+                    d[key] = json.loads(d[key])
+            d["reproduced"] = bool(d["reproduced"])
+            out.append(d)
+        return out
+
+    def repro(self, bucket: str) -> dict[str, Any] | None:
+        return next((r for r in self.repros() if r["bucket"] == bucket), None)
 
     def done_indices(self) -> set[int]:
         return {r[0] for r in self.conn.execute("SELECT idx FROM results")}

@@ -1,0 +1,213 @@
+"""Minimize one failing case while it stays the same bug: the orchestration of the passes.
+
+Order (each phase stops at the deadline; the best case so far is always kept):
+
+1. confirm — the original case is run again (in a worker, up to :data:`CONFIRM_TRIES` times)
+   and must still be interesting; a failure that does not reproduce is reported as such,
+   never minimized into a repro;
+2. ``hypothesis`` — when the case carries its generator choice sequence and the generation
+   settings regenerate it exactly, Hypothesis' shrinker shrinks the choices
+   (:mod:`fuzzharness.minimize.hypothesis_shrink`; at most :data:`HYPOTHESIS_SHARE` of the
+   budget, because it runs one candidate at a time);
+3. the case passes of :mod:`fuzzharness.minimize.passes` — trace ddmin, decisions and
+   factors, workload parameters, inputs, compiler options — repeated until a whole round
+   changes nothing.  Their candidates run in batches, one per worker.
+
+The interestingness predicate is :class:`~fuzzharness.minimize.predicate.SameBug` on the
+bucket signature of the original failure.  A failure raised while the schedule was being
+*generated* (the campaign stored no case, only ``(seed, index)``) is minimized in phase 2
+only: its result is a choice sequence, not a case with a trace.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from fuzzharness.buckets import Signature
+from fuzzharness.case import Case
+from fuzzharness.minimize import passes, trace_edit
+from fuzzharness.minimize.evaluator import Evaluator
+from fuzzharness.minimize.predicate import SameBug
+from fuzzharness.verdict import Verdict
+
+DEFAULT_BUDGET = 120.0  # seconds per bucket
+HYPOTHESIS_SHARE = 0.5  # of the budget, at most
+CONFIRM_TRIES = 3  # runs of the original before a failure counts as not reproducing
+Progress = Callable[[str], None]
+
+
+@dataclasses.dataclass
+class MinimizeResult:
+    """What minimizing one failure produced (plain data in :meth:`to_dict`)."""
+
+    target: Signature  # the bucket's signature
+    original: Case | None
+    original_verdict: Verdict | None
+    case: Case | None  # the minimized case (None: only a choice sequence, see choices)
+    verdict: Verdict | None
+    signature: Signature | None  # of the minimized case
+    reproduced: bool  # the original reproduced at the start
+    seconds: float
+    runs: int  # candidates executed
+    phases: list[str] = dataclasses.field(default_factory=list)
+    choices: list[Any] | None = None  # for failures raised while generating the schedule
+    generation_error: BaseException | None = None
+    note: str = ""
+
+    @property
+    def original_length(self) -> int:
+        if self.original is not None:
+            return trace_edit.length(self.original.trace)
+        return -1
+
+    @property
+    def length(self) -> int:
+        return trace_edit.length(self.case.trace) if self.case is not None else -1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "bucket": self.target.key,
+            "target": self.target.to_dict(),
+            "signature": self.signature.to_dict() if self.signature else None,
+            "signature_key": self.signature.key if self.signature else None,
+            "reproduced": self.reproduced,
+            "original_case_id": self.original.id if self.original else None,
+            "case_id": self.case.id if self.case else None,
+            "original_length": self.original_length,
+            "length": self.length,
+            "seconds": round(self.seconds, 2),
+            "runs": self.runs,
+            "phases": self.phases,
+            "note": self.note,
+        }
+
+
+def minimize(case: Case | None, verdict: Verdict | None, target: Signature, *,
+             choices: Sequence[Any] | None = None, gen_settings=None,
+             budget: float = DEFAULT_BUDGET, workers: int = 2, timeout: float = 20.0,
+             memory_mb: int = 4096, progress: Progress | None = None,
+             strict: bool = False) -> MinimizeResult:
+    """Minimize ``case`` (or, when it is None, the choice sequence ``choices``) for ``target``.
+
+    ``gen_settings`` (:class:`generators.cases.GenSettings`) enables the Hypothesis phase.
+    ``timeout`` is per candidate; a hang bucket needs the campaign's timeout here.
+    """
+    start = time.monotonic()
+    deadline = start + budget
+    say = progress or (lambda msg: None)
+    predicate = SameBug(target, strict=strict)
+    result = MinimizeResult(target, case, verdict, case, verdict, None, False, 0.0, 0)
+    with Evaluator(predicate, workers=workers, timeout=timeout, memory_mb=memory_mb,
+                   deadline=deadline) as ev:
+        if case is not None:
+            say(f"confirming the original ({trace_edit.length(case.trace)} trace instructions)")
+            tries = [ev.verdicts([case])[0]]
+            while not ev.is_interesting(case, tries[-1]) and len(tries) < CONFIRM_TRIES:
+                tries.append(ev.rerun(case))  # a flaky crash may need another go
+            v = tries[-1]
+            if not ev.is_interesting(case, v):
+                result.note = (f"the original case did not reproduce its bucket in {len(tries)} "
+                               "runs: " + (v.line() if v is not None else "out of time"))
+                result.verdict = v
+                return _finish(result, ev, start)
+            if len(tries) > 1:
+                result.phases.append(f"flaky: the original reproduced on run {len(tries)} of "
+                                     f"{len(tries)}")
+            result.reproduced, result.verdict = True, v
+        seq = list(choices if choices is not None else (case.origin.get("choices") if case else None) or [])
+        if seq and gen_settings is not None:
+            case = _hypothesis_phase(result, case, seq, gen_settings, ev, predicate,
+                                     min(deadline, start + HYPOTHESIS_SHARE * budget), say)
+        elif case is None:
+            result.note = "no case and no choice sequence to minimize"
+            return _finish(result, ev, start)
+        if case is not None and result.reproduced:
+            case = _case_passes(result, case, ev, say)
+        result.case = case
+        if case is not None:
+            result.verdict = ev.cache.get(case.id, result.verdict)
+    return _finish(result, ev, start)
+
+
+def _finish(result: MinimizeResult, ev: Evaluator, start: float) -> MinimizeResult:
+    result.seconds = time.monotonic() - start
+    result.runs = ev.runs
+    if result.verdict is not None and result.reproduced:
+        result.signature = ev.predicate.signature_of(
+            result.case.to_dict() if result.case else None, result.verdict)
+    return result
+
+
+def _hypothesis_phase(result, case, seq, gen_settings, ev, predicate, deadline, say):
+    from fuzzharness.minimize import hypothesis_shrink as hs
+
+    say(f"hypothesis: shrinking {len(seq)} choices")
+
+    def evaluate(c: Case):
+        (v,) = ev.verdicts([c])
+        return v
+
+    last = {"at": 0.0, "what": None}
+
+    def on_improve(r) -> None:  # at most one line per 2 s, and only when something shrank
+        n = trace_edit.length(r.case.trace) if r.case is not None else 0
+        what = (len(r.choices), n)
+        if what != last["what"] and time.monotonic() - last["at"] >= 2.0:
+            say(f"hypothesis: {len(r.choices)} choices, trace {n} ({r.calls} tried)")
+            last.update(at=time.monotonic(), what=what)
+
+    saved = ev.deadline
+    ev.deadline = deadline
+    try:
+        shrunk = hs.shrink_choices(seq, gen_settings, evaluate=evaluate, interesting=predicate,
+                                   deadline=deadline, on_improve=on_improve)
+    finally:
+        ev.deadline = saved
+    if shrunk is None:
+        result.phases.append("hypothesis: the choices do not regenerate this failure (skipped)")
+        return case
+    result.reproduced = True
+    result.phases.append(f"hypothesis: {len(seq)} → {len(shrunk.choices)} choices "
+                         f"in {shrunk.calls} calls")
+    if shrunk.case is None:  # the failure happens while the schedule is drawn
+        result.choices, result.generation_error = shrunk.choices, shrunk.error
+        result.verdict = shrunk.verdict
+        return None
+    origin = dict(shrunk.case.origin)
+    if case is not None:
+        origin["minimized_from"] = case.origin.get("minimized_from") or case.id
+    return shrunk.case.replace(origin=origin)
+
+
+def _case_passes(result: MinimizeResult, case: Case, ev: Evaluator, say: Progress) -> Case:
+    def first(cands: list[Case]) -> Case | None:
+        hit = ev.first_interesting(cands)
+        return hit[1] if hit else None
+
+    stop = ev.out_of_time
+    fix = passes.replay_fixer(result.target.stage)
+    seen: set[str] = set()
+    rounds = 0
+    while not stop():
+        rounds += 1
+        before = case.id
+        n0 = trace_edit.length(case.trace)
+        case = passes.minimize_trace(case, first, stop, fix)
+        say(f"trace: {n0} → {trace_edit.length(case.trace)} instructions "
+            f"({ev.runs} runs, {ev.time_left():.0f} s left)")
+        for name, propose in (("decisions", passes.propose_decisions),
+                              ("params", passes.propose_params),
+                              ("inputs", passes.propose_inputs),
+                              ("options", passes.propose_options)):
+            new = passes.greedy(case, propose, first, stop, seen)
+            if new.id != case.id:
+                say(f"{name}: simplified ({ev.runs} runs, {ev.time_left():.0f} s left)")
+            case = new
+        if case.id == before:
+            break
+    result.phases.append(f"passes: {rounds} rounds, trace {result.original_length} → "
+                         f"{trace_edit.length(case.trace)}")
+    return case

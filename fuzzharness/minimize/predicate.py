@@ -1,0 +1,50 @@
+"""What "the same bug" means while minimizing: the interestingness predicate.
+
+A candidate is interesting when its verdict is a TVM finding and its bucket signature
+(:func:`fuzzharness.buckets.signature`) is the target's:
+
+* a failure **with error text** (compile errors, crashes with a fatal message, exceptions
+  from generated code): the bucket keys are equal.  The key of such a failure ignores the
+  workload, dtype and schedule, so the minimizer may change all of them;
+* a failure **without text** (wrong answer, nan/inf, a bare signal or hang) is keyed by
+  symptom, kind, stage, workload, dtype, primitives and facts.  The primitives of the first
+  case include bystanders — exactly what minimization removes — and the dtype is one of the
+  things minimization simplifies, so here a candidate counts when symptom, kind, stage,
+  workload and facts are equal and its primitives are a *subset* of the target's (any
+  dtype of the workload).  The minimized case then lands in a bucket whose primitive set is
+  the bug's smallest known trigger; the repro records both keys.  With ``strict=True`` the
+  key must be equal in this case too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from fuzzharness.buckets import Signature, signature
+from fuzzharness.verdict import Verdict
+
+
+@dataclasses.dataclass(frozen=True)
+class SameBug:
+    target: Signature
+    strict: bool = False
+
+    def signature_of(self, case: dict[str, Any] | None, verdict: Verdict) -> Signature | None:
+        if not verdict.is_finding:
+            return None
+        return signature(case, verdict)
+
+    def __call__(self, case: dict[str, Any] | None, verdict: Verdict) -> bool:
+        sig = self.signature_of(case, verdict)
+        return sig is not None and self.matches(sig)
+
+    def matches(self, sig: Signature) -> bool:
+        t = self.target
+        if sig.key == t.key:
+            return True
+        if self.strict or t.has_text or sig.has_text:
+            return False
+        same = ("symptom", "kind", "stage", "workload", "facts")
+        return (all(getattr(sig, f) == getattr(t, f) for f in same)
+                and set(sig.primitives) <= set(t.primitives))

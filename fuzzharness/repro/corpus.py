@@ -1,0 +1,171 @@
+"""The regression corpus: verified repros of confirmed TVM bugs, replayed by the test suite.
+
+Layout (one directory per entry; this format is read by the pytest plugin — keep it)::
+
+    corpus/<name>/case.json    the (minimized) case, plain JSON (fuzzharness.case)
+    corpus/<name>/repro.py     the standalone script (tvm + numpy only)
+    corpus/<name>/issue.md     the issue text
+    corpus/<name>/meta.json    {"format": 1, "name", "title", "bucket", "signature",
+                                "expected": "reproduces" | "fixed", "upstream": URL or "",
+                                "known_bug": id or null, "date": "YYYY-MM-DD",
+                                "tvm", "tvm_ffi", "harness"}
+
+A case written for a failure raised while a schedule was *drawn* holds the trace before the
+failing call; its ``origin`` has ``failing_call`` (the ``sch.<primitive>(...)`` line) and
+``failing_verdict`` — replaying such a case.json through the harness does not fail; its
+repro.py does (replay corpus entries through repro.py's exit status).
+
+``expected`` is ``"reproduces"`` while the upstream bug is open: the script must exit 1
+(a test replaying it is an xfail(strict) — it starts to XPASS the day TVM fixes the bug,
+which is the signal to set ``"fixed"``, where the script must exit 0).  ``bucket`` is the
+key of the minimized case's signature, ``signature`` the signature itself
+(:meth:`fuzzharness.buckets.Signature.to_dict`).
+
+Names are lowercase words joined by ``-`` (``[a-z0-9][a-z0-9-]*``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+FORMAT = 1
+FILES = ("case.json", "repro.py", "issue.md", "meta.json")
+EXPECTED = {"reproduces": 1, "fixed": 0}  # expected status → the script's exit status
+NAME = re.compile(r"[a-z0-9][a-z0-9-]*\Z")
+META_KEYS = {"format", "name", "title", "bucket", "signature", "expected", "upstream",
+             "known_bug", "date", "tvm", "tvm_ffi", "harness"}
+
+
+class CorpusError(ValueError):
+    """A corpus entry that cannot be added or read (user-facing, one line)."""
+
+
+@dataclasses.dataclass
+class Entry:
+    dir: Path
+    meta: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return self.meta["name"]
+
+    @property
+    def expected_exit(self) -> int:
+        return EXPECTED[self.meta["expected"]]
+
+    @property
+    def script(self) -> Path:
+        return self.dir / "repro.py"
+
+
+def validate(d: Path) -> Entry:
+    """Read and check one entry directory (raise CorpusError)."""
+    from fuzzharness.buckets import Signature
+    from fuzzharness.case import Case, CaseFormatError
+
+    missing = [f for f in FILES if not (d / f).is_file()]
+    if missing:
+        raise CorpusError(f"{d}: missing {', '.join(missing)}")
+    try:
+        meta = json.loads((d / "meta.json").read_text())
+    except json.JSONDecodeError as e:
+        raise CorpusError(f"{d}/meta.json: not valid JSON ({e})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise CorpusError(f"{d}/meta.json: not a format-{FORMAT} corpus entry")
+    absent = META_KEYS - set(meta)
+    if absent:
+        raise CorpusError(f"{d}/meta.json: lacks {', '.join(sorted(absent))}")
+    if meta["name"] != d.name or not NAME.match(meta["name"]):
+        raise CorpusError(f"{d}/meta.json: name {meta['name']!r} must be the directory name "
+                          "(lowercase letters, digits, '-')")
+    if meta["expected"] not in EXPECTED:
+        raise CorpusError(f"{d}/meta.json: expected must be one of {', '.join(EXPECTED)}")
+    try:
+        Case.from_json((d / "case.json").read_text())
+    except CaseFormatError as e:
+        raise CorpusError(f"{d}/case.json: {e}") from None
+    sig = Signature.from_dict(meta["signature"])
+    if sig.key != meta["bucket"]:
+        raise CorpusError(f"{d}/meta.json: bucket {meta['bucket']} is not the key of its "
+                          f"signature ({sig.key})")
+    return Entry(d, meta)
+
+
+def entries(corpus: str | Path) -> list[Entry]:
+    root = Path(corpus)
+    if not root.is_dir():
+        return []
+    return [validate(d) for d in sorted(root.iterdir()) if d.is_dir() and not d.name.startswith(".")]
+
+
+def add(repro_dir: str | Path, corpus: str | Path, name: str, *, upstream: str = "",
+        known_bug: str | None = None, expected: str = "reproduces",
+        title: str | None = None) -> Entry:
+    """Copy a verified repro directory into the corpus as entry ``name``."""
+    from fuzzharness.case import Case
+    from fuzzharness.tvm_support import versions
+
+    src = Path(repro_dir)
+    if not NAME.match(name):
+        raise CorpusError(f"corpus name {name!r}: use lowercase letters, digits and '-'")
+    if expected not in EXPECTED:
+        raise CorpusError(f"expected must be one of {', '.join(EXPECTED)}")
+    if upstream and not upstream.startswith(("http://", "https://")):
+        raise CorpusError("--upstream must be a URL")
+    for f in ("case.json", "repro.py", "issue.md"):
+        if not (src / f).is_file():
+            why = " (only verified repros have an issue.md)" if f == "issue.md" else ""
+            raise CorpusError(f"{src}: no {f}{why}")
+    case = Case.from_json((src / "case.json").read_text())
+    sig = _signature_of(src, case)
+    dest = Path(corpus) / name
+    if dest.exists():
+        raise CorpusError(f"{dest} already exists")
+    dest.mkdir(parents=True)
+    for f in ("case.json", "repro.py", "issue.md"):
+        shutil.copyfile(src / f, dest / f)
+    v = versions()
+    meta = {
+        "format": FORMAT, "name": name,
+        "title": title or _issue_title(src / "issue.md"),
+        "bucket": sig.key, "signature": sig.to_dict(), "expected": expected,
+        "upstream": upstream, "known_bug": known_bug,
+        "date": datetime.date.today().isoformat(),
+        "tvm": v["tvm"], "tvm_ffi": v["tvm_ffi"], "harness": v["harness"],
+    }
+    (dest / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    return validate(dest)
+
+
+def _signature_of(src: Path, case) -> Any:
+    """The case's bucket signature, from running it again (in a worker process) — or, for a
+    failure while a schedule was drawn, from its recorded verdict after its script
+    reproduced it."""
+    from fuzzharness.buckets import signature
+    from fuzzharness.commands.replay import run_isolated
+    from fuzzharness.repro.verify import run_script
+    from fuzzharness.verdict import Verdict
+
+    if case.origin.get("failing_call") and case.origin.get("failing_verdict"):
+        run = run_script(src / "repro.py")
+        if run.exit_code != 1:
+            raise CorpusError(f"{src}/repro.py exited {run.exit_code}: it does not reproduce")
+        return signature(None, Verdict.from_dict(case.origin["failing_verdict"]))
+    verdict = run_isolated(case, 300.0)
+    sig = signature(case.to_dict(), verdict)
+    if sig is None or not sig.is_finding:
+        raise CorpusError(f"{src}/case.json no longer fails ({verdict.line()}): not added")
+    return sig
+
+
+def _issue_title(path: Path) -> str:
+    for line in path.read_text().splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return ""

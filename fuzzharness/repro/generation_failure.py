@@ -1,0 +1,207 @@
+"""Repros for failures raised while a schedule was being *drawn* (no case was ever stored).
+
+When a TVM schedule primitive fails an internal check instead of raising a
+``ScheduleError``, the campaign records a ``compile_error`` at stage ``schedule`` and no
+case: the failing call never made it into a trace.  To write a script for it, the
+(minimized) choice sequence is drawn again in this process with every public
+``s_tir.Schedule`` method wrapped; the outermost call that raises something other than a
+``ScheduleError`` is captured with its arguments, the trace recorded so far, and the
+workload parameters.  The script then replays that trace with ``sch.<primitive>(...)`` calls
+and makes the failing call.
+
+Arguments are spelled as TVM's ``Trace.as_python`` spells them: random variables by the
+names the trace gives them (``b0``, ``l3``), index maps as lambdas, plain values as
+literals.  Anything else (an arbitrary Python callable) cannot be written down:
+:class:`~fuzzharness.repro.script.NotReproducible`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from fuzzharness.case import Case
+from fuzzharness.repro.script import NotReproducible
+
+
+@dataclasses.dataclass
+class FailingCall:
+    method: str
+    line: str  # sch.<method>(...)
+    trace: Any  # JSON trace before the call
+    workload: str
+    params: dict[str, Any]
+    message: str
+
+
+class _Capture:
+    def __init__(self):
+        self.local = threading.local()
+        self.failure: tuple | None = None
+        self.workload: tuple[str, dict] | None = None
+
+
+def _wrap(cap: _Capture, name: str, fn):
+    from fuzzharness.tvm_support import is_schedule_error, trace_to_json
+
+    @functools.wraps(fn)
+    def wrapper(self, *args, **kwargs):
+        depth = getattr(cap.local, "depth", 0)
+        cap.local.depth = depth + 1
+        try:
+            return fn(self, *args, **kwargs)
+        except Exception as e:
+            if depth == 0 and not is_schedule_error(e) and cap.failure is None:
+                trace = self.trace
+                cap.failure = (name, fn, self, args, kwargs, trace, trace_to_json(trace), e)
+            raise
+        finally:
+            cap.local.depth = depth
+
+    return wrapper
+
+
+def capture(choices: Sequence[Any], settings) -> FailingCall:
+    """Draw ``choices`` again and capture the schedule call that fails (see module doc)."""
+    from tvm import s_tir
+
+    from fuzzharness.minimize.hypothesis_shrink import draw
+    from generators.workloads.base import Workload
+
+    cap = _Capture()
+    originals = {}
+    for name, fn in vars(s_tir.Schedule).items():
+        if not name.startswith("_") and inspect.isfunction(fn):
+            originals[name] = fn
+    orig_prim_func = Workload.prim_func
+
+    def prim_func(self, params):
+        cap.workload = (self.name, dict(params))
+        return orig_prim_func(self, params)
+
+    try:
+        for name, fn in originals.items():
+            setattr(s_tir.Schedule, name, _wrap(cap, name, fn))
+        Workload.prim_func = prim_func
+        case, verdict, error = draw(choices, settings)
+    finally:
+        for name, fn in originals.items():
+            setattr(s_tir.Schedule, name, fn)
+        Workload.prim_func = orig_prim_func
+    if case is not None:
+        raise NotReproducible("the choices generate a case; its failure is not in the schedule draw")
+    if cap.failure is None or cap.workload is None:
+        raise NotReproducible(f"the generation failure was not raised by a schedule call: {error}")
+    name, fn, sch, args, kwargs, trace, trace_json, exc = cap.failure
+    names = _rv_names(trace, trace_json)
+    bound = inspect.signature(fn).bind(sch, *args, **kwargs)
+    parts = [f"{k}={_render(v, names)}" for k, v in list(bound.arguments.items())[1:]]
+    line = f"sch.{name}({', '.join(parts)})"
+    trace_json, line = _renumbered(cap.workload,
+                                   _without_unused_lookups(trace_json, line), line)
+    return FailingCall(name, line, trace_json, cap.workload[0], cap.workload[1],
+                       f"{type(exc).__name__}: {exc}")
+
+
+def _renumbered(workload: tuple[str, dict], trace_json: Any, line: str) -> tuple[Any, str]:
+    """The trace as TVM numbers its variables after replay (``as_python`` numbers them
+    anew: b0, l1, ...), and the failing call with its variables renamed to match."""
+    import re
+
+    from fuzzharness.tvm_support import replay_trace, trace_to_json
+    from generators.workloads import workloads
+
+    if not trace_json or not trace_json[0]:
+        return trace_json, line
+    func = workloads[workload[0]].prim_func(workload[1])
+    fresh = trace_to_json(replay_trace(func, trace_json).trace)
+    rename = {}
+    for old, new in zip(trace_json[0], fresh[0], strict=True):
+        rename.update(zip(old[3], new[3], strict=True))
+    return fresh, re.sub(r"\b[a-z]\d+\b", lambda m: rename.get(m.group(), m.group()), line)
+
+
+def _without_unused_lookups(trace_json: Any, line: str) -> Any:
+    """Drop lookups that neither the trace nor the failing call uses."""
+    import re
+
+    from fuzzharness.minimize import trace_edit
+
+    if not trace_json or not trace_json[0]:
+        return trace_json
+    used = sorted(set(re.findall(r"\b[a-z]\d+\b", line)))
+    call = ["FailingCall", used, [], []]  # stands for the call: keeps what it uses alive
+    dce = trace_edit.drop_dead_lookups([[*trace_edit.instructions(trace_json), call],
+                                        trace_edit.decisions(trace_json)])
+    return trace_edit.remove(dce, [len(dce[0]) - 1], with_dependents=False)
+
+
+def _rv_names(trace, trace_json) -> list[tuple[Any, str]]:
+    out = []
+    for inst, js in zip(trace.insts, trace_json[0] if trace_json else [], strict=False):
+        for rv, name in zip(inst.outputs, js[3], strict=False):
+            out.append((rv, name))
+    return out
+
+
+def _render(v: Any, names: list[tuple[Any, str]]) -> str:
+    from tvm import s_tir, tirx
+
+    if v is None or isinstance(v, bool | int | float | str):
+        return repr(v)
+    if isinstance(v, tirx.IntImm):
+        return repr(int(v.value))
+    if isinstance(v, tirx.FloatImm):
+        return repr(float(v.value))
+    if isinstance(v, s_tir.schedule.SBlockRV | s_tir.schedule.LoopRV | tirx.Var):
+        for rv, name in names:
+            if rv.same_as(v):
+                return name
+        raise NotReproducible(f"an argument {v!r} is not a random variable of the trace")
+    if isinstance(v, list | tuple):
+        inner = ", ".join(_render(x, names) for x in v)
+        return f"({inner}{',' if len(v) == 1 else ''})" if isinstance(v, tuple) else f"[{inner}]"
+    if isinstance(v, tirx.IndexMap):
+        text = str(v)
+        prefix = "T.index_map("
+        return text[len(prefix):-1] if text.startswith(prefix) and text.endswith(")") else text
+    if hasattr(v, "items"):
+        return "{" + ", ".join(f"{_render(k, names)}: {_render(x, names)}" for k, x in v.items()) + "}"
+    raise NotReproducible(f"cannot write the argument {v!r} ({type(v).__name__}) as Python")
+
+
+def _portable(verdict) -> dict[str, Any] | None:
+    """The verdict without machine-specific parts (tracebacks with local paths, timings)."""
+    if verdict is None:
+        return None
+    d = verdict.to_dict()
+    d["timings"] = {}
+    d["details"] = {k: v for k, v in d.get("details", {}).items() if k in ("exception", "site")}
+    return d
+
+
+def as_case(call: FailingCall, settings, origin: dict[str, Any], verdict=None) -> Case:
+    """A case holding the trace *before* the failing call (what the script replays first).
+
+    Its ``origin`` keeps the call (``failing_call``) and the verdict it got
+    (``failing_verdict``): replaying the case itself does not fail — the call is not part of
+    its trace — so ``fuzzharness repro`` and the corpus take both from there.
+    """
+    from fuzzharness.minimize.passes import exact_mode_allowed
+    from generators.workloads import workloads
+
+    target = dict(settings.target) if settings is not None else {"kind": "llvm"}
+    case = Case(workload={"name": call.workload, "params": call.params},
+                inputs={"distribution": "ones", "seed": 0},
+                schedule={"source": "random", "trace": call.trace},
+                target=target, pass_config={}, oracle={"mode": "bound"},
+                origin=dict(origin, dtype=workloads[call.workload].dtype_label(call.params),
+                            failing_call=call.line,
+                            failing_verdict=_portable(verdict)))
+    if exact_mode_allowed(case):
+        case = case.replace(oracle={"mode": "exact"})
+    return case

@@ -1,0 +1,108 @@
+"""One bucket's repro directory: ``case.json``, ``repro.py`` and — only once verified —
+``issue.md``.
+
+Invariant: ``issue.md`` exists only when ``repro.py`` exited with status 1 (the bug
+reproduces) in every verification run, each in a fresh isolated process.  Otherwise the
+directory holds ``NOT-REPRODUCED.md`` with what the script printed instead, and any older
+``issue.md`` is removed: a repro that does not reproduce is never presented as a bug.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+from pathlib import Path
+from typing import Any
+
+from fuzzharness.buckets import Signature
+from fuzzharness.case import Case
+from fuzzharness.repro import issue as issue_md
+from fuzzharness.repro.script import NotReproducible, write_script
+from fuzzharness.repro.verify import Run, foreign_imports, verify
+from fuzzharness.verdict import Verdict
+
+OUTPUT_TAIL = 4000
+
+
+@dataclasses.dataclass
+class ReproOutcome:
+    bucket: str
+    dir: Path
+    reproduced: bool
+    runs: list[Run]
+    title: str
+    record: dict[str, Any]
+    problem: str = ""  # why no script could be written / it did not reproduce
+
+
+def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
+                signature: Signature | None, versions: dict[str, str],
+                minimized: dict[str, Any] | None = None, verify_times: int = 1,
+                triage: bool = True, timeout: float | None = None,
+                failing_call: str | None = None, script=None,
+                first_seen: str = "") -> ReproOutcome:
+    """Write, verify and describe the repro of ``case`` in directory ``out``."""
+    from fuzzharness.repro.triage import triage as probe
+
+    d = Path(out)
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "case.json").write_text(case.to_json() + "\n")
+    date = datetime.date.today().isoformat()
+    title = issue_md.title(case, verdict, failing_call)
+    record: dict[str, Any] = {
+        "bucket": bucket, "case_id": case.id, "case_json": json.dumps(case.to_dict(), sort_keys=True),
+        "signature": signature.to_dict() if signature else None, "path": str(d),
+        "reproduced": False, "runs": 0, "exit_code": None, "output": "",
+        "original_length": (minimized or {}).get("original_length"),
+        "length": (minimized or {}).get("length"),
+        "minimize_seconds": (minimized or {}).get("seconds"),
+        "minimize_runs": (minimized or {}).get("runs"), "title": title, "notes": [],
+    }
+    try:
+        s = script or write_script(case, verdict, bucket=bucket, signature=signature,
+                                   versions=versions, timeout=timeout, date=date, title=title,
+                                   failing_call=failing_call, first_seen=first_seen)
+    except NotReproducible as e:
+        return _not_reproduced(d, record, bucket, title, [], f"no standalone script: {e}")
+    except Exception as e:  # noqa: BLE001 - e.g. an index map the relayout cannot evaluate
+        return _not_reproduced(d, record, bucket, title, [],
+                               f"could not write a script: {type(e).__name__}: {e}")
+    foreign = foreign_imports(s.text)
+    if foreign:
+        raise AssertionError(f"repro script imports {foreign}")  # a bug in this module
+    (d / "repro.py").write_text(s.text)
+    record["notes"] = s.notes
+    runs = verify(d / "repro.py", times=verify_times)
+    last = runs[-1]
+    record.update(runs=len(runs), exit_code=last.exit_code, output=last.output[-OUTPUT_TAIL:])
+    if not all(r.reproduced for r in runs) or len(runs) < verify_times:
+        return _not_reproduced(d, record, bucket, title, runs,
+                               f"the script exited {last.exit_code} (1 means reproduced)")
+    record["reproduced"] = True
+    t = None
+    if triage and verdict.status.value != "timeout":
+        pattern = s.expect.get("error")
+        t = probe(case, symptom=verdict.status.value, pattern=pattern, workdir=d)
+        record["notes"] = [*s.notes, f"triage in {t.seconds:.1f} s"]
+        if t.raised_in:  # name the pass that raised
+            title = record["title"] = issue_md.title(case, verdict, failing_call, t.raised_in)
+    text = issue_md.issue_markdown(
+        case=case, verdict=verdict, bucket=bucket, signature=signature, script_text=s.text,
+        script_output=last.output, schedule_lines=s.schedule_lines, versions=versions,
+        triage=t, date=date, minimized=minimized, runs=len(runs), failing_call=failing_call,
+        issue_title=title)
+    (d / "issue.md").write_text(text)
+    (d / "NOT-REPRODUCED.md").unlink(missing_ok=True)
+    return ReproOutcome(bucket, d, True, runs, title, record)
+
+
+def _not_reproduced(d: Path, record: dict[str, Any], bucket: str, title: str, runs: list[Run],
+                    problem: str) -> ReproOutcome:
+    (d / "issue.md").unlink(missing_ok=True)
+    out = runs[-1].output if runs else ""
+    (d / "NOT-REPRODUCED.md").write_text(
+        f"# Not reproduced: no issue written\n\n{problem}\n\n"
+        + (f"Output of the last run:\n\n```\n{out}\n```\n" if out else ""))
+    record["notes"] = [*record.get("notes", []), problem]
+    return ReproOutcome(bucket, d, False, runs, title, record, problem)

@@ -1,0 +1,231 @@
+"""The inputs, float64 reference and error bound of a case, and their source for a repro.
+
+:func:`expectation` computes what the harness compares a kernel with — the same steps as
+the ``generate`` and ``verify`` stages of :mod:`fuzzharness.execute`, without compiling
+anything: the workload's inputs from the case's distribution and seed, its float64
+reference and per-element bounds, zero bounds in the exact-integer mode, and the layouts of
+parameters that ``transform_layout`` re-laid out.
+
+:func:`reference_source` writes the body of the repro's ``reference(x)``: for workloads with
+a formula registered here (:data:`FORMULAS`), the numpy expression and — in the bound mode —
+the error model's arithmetic inline, with a comment naming the model; for any other
+workload, or when the inline result is not bit-identical to the harness's (a bound model
+that changed, say), the reference values and bounds themselves, embedded.  Either way the
+function the script runs reproduces the harness's numbers exactly; that is checked here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from fuzzharness.case import Case
+from fuzzharness.repro import arrays
+
+
+@dataclasses.dataclass
+class Expectation:
+    func: Any  # the unscheduled PrimFunc (of the program TVM compiles)
+    source: str  # its TVMScript text
+    input_specs: list  # generators.inputs.InputSpec
+    output_specs: list  # generators.workloads.base.TensorSpec
+    inputs: dict[str, np.ndarray]
+    expected: dict[str, Any]  # output name → oracles.bounds.Expected
+    layouts: dict[str, Any]  # parameter → generators.schedules.relayout.Layout
+    exact: bool
+
+
+def program_source(workload, params: dict[str, Any]) -> str:
+    """The text TVM compiles: ``kernel_source`` where a workload distinguishes it."""
+    text = getattr(workload, "kernel_source", workload.source)(params)
+    return text.strip("\n") + "\n"
+
+
+def expectation(case: Case) -> Expectation:
+    from fuzzharness.tvm_support import parse_prim_func
+    from generators.inputs import make_inputs
+    from generators.schedules import relayout
+    from generators.workloads import workloads
+    from oracles import bounds
+    from oracles.program import Numerics
+
+    wl = workloads[case.workload_name]
+    source = program_source(wl, case.params)
+    func = parse_prim_func(source)
+    specs, outs = wl.inputs(case.params), wl.outputs(case.params)
+    inputs = make_inputs(specs, case.inputs["distribution"], case.inputs["seed"])
+    with np.errstate(all="ignore"):
+        expected = wl.reference(case.params, inputs, Numerics(wl.prim_func(case.params)))
+    exact = case.oracle.get("mode") == "exact"
+    if exact:
+        to_exact = getattr(bounds, "exact_mode", None)
+        for name, e in list(expected.items()):
+            if to_exact is not None:
+                expected[name] = to_exact(e)
+            else:
+                e.bound = np.zeros_like(e.value)
+    layouts = relayout.param_layouts(func, case.trace) if case.trace else {}
+    return Expectation(func, source, specs, outs, inputs, expected, layouts, exact)
+
+
+# -- formulas -------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Formula:
+    """A reduction ``value = Σ terms`` spelled in numpy over float64 inputs."""
+
+    value: str  # expression of the float64 input arrays (named after the parameters)
+    abs_sum: str  # Σ|terms|, the same expression on absolute values
+    terms: Callable[[dict[str, Any]], int]  # k, the number of terms per output element
+    products: bool  # each term is a product of two inputs (one more rounding)
+    model: str  # the model name oracles/bounds.py reports
+
+
+FORMULAS: dict[tuple[str, str], Formula] = {
+    ("matmul", "C"): Formula("A @ B", "np.abs(A) @ np.abs(B)", lambda p: p["K"], True, "dot"),
+    ("row_sum", "B"): Formula("A.sum(axis=1)", "np.abs(A).sum(axis=1)", lambda p: p["N"], False,
+                              "sum"),
+}
+
+
+def _fmt(dtype: str):
+    from oracles import numerics
+
+    return numerics.fmt(dtype)
+
+
+def _pow2(x: float) -> str:
+    e = int(np.log2(x))
+    return f"2.0**{e}" if 2.0**e == x else repr(x)
+
+
+def _bound_lines(f: Formula, k: int, acc: str, out: str) -> list[str]:
+    """The arithmetic of :func:`oracles.bounds.reduction`, written out (checked bit for bit
+    against the harness's numbers by :func:`_agrees` before it is used)."""
+    from oracles import bounds, numerics
+
+    a = _fmt(acc)
+    n = max(k - 1, 0) + (1 if f.products else 0)
+    lines = [
+        f"# error model \"{f.model}\" (tvm-fuzzharness oracles/bounds.py; Higham, Accuracy and",
+        "# Stability of Numerical Algorithms, 2nd ed., eq. 3.5 and Lemma 3.1): whatever order a",
+        f"# schedule sums the {k} terms in, |computed - exact| <= gamma_n * sum|terms| + (n + 1) * eta,",
+        f"# gamma_n = n*u / (1 - n*u), n = k - 1{' + 1 (products)' if f.products else ''} = {n};",
+        f"# u: one {acc} operation as TVM lowers it"
+        + (" (through float32: double rounding)" if a.precision < 24 else "")
+        + ", plus 2^-53 for this float64 reference's own rounding",
+        f"u, eta, largest = {numerics.op_u(acc) + numerics.U64!r}, {_pow2(a.eta)}, {a.max!r}",
+        f"n = {n}",
+        "ku = n * u",
+        "gamma = ku / (1.0 - ku) if ku < 1.0 else np.inf",
+        f"abs_sum = {f.abs_sum}",
+        "err = gamma * abs_sum + (n + 1) * eta",
+        "overflow = abs_sum * (1.0 + gamma) > largest if np.isfinite(gamma) else np.zeros(value.shape, bool)",
+        "err = np.where(overflow | (np.abs(value) + err > largest), np.inf, err)",
+    ]
+    o = _fmt(out)
+    narrowing = out != acc and not (o.precision >= a.precision and o.emin <= a.emin and o.max >= a.max)
+    if narrowing:
+        lines += [
+            f"# then one rounding to the {out} output: err + u_out * (|value| + err) + eta_out",
+            f"u_out, eta_out, largest_out = {numerics.op_u(out) + numerics.U64!r}, {_pow2(o.eta)}, {o.max!r}",
+            "err = err + u_out * (np.abs(value) + err) + eta_out",
+            "err = np.where(np.abs(value) + err > largest_out, np.inf, err)",
+        ]
+    lines.append(f"bound = err * {bounds.BOUND_SLACK!r}  # slack for evaluating the bound in float64"
+                 "; inf: the model cannot judge")
+    return lines
+
+
+def _formula_body(case: Case, e: Expectation) -> list[str] | None:
+    from generators.workloads import workloads
+    from oracles.program import Numerics
+
+    body: list[str] = []
+    names = [s.name for s in e.input_specs]
+    for name in names:
+        body.append(f"{name} = x[{name!r}].astype(np.float64)")
+    results = []
+    numerics = Numerics(workloads[case.workload_name].prim_func(case.params))
+    for o in e.output_specs:
+        f = FORMULAS.get((case.workload_name, o.name))
+        if f is None:
+            return None
+        body.append(f"value = {f.value}")
+        if e.exact:
+            acc = numerics.accumulation_dtype(o.name)
+            body += [
+                "# exact-integer inputs: every partial sum is an integer small enough to be exact in",
+                f"# the {acc} accumulator, so any summation order gives exactly this value: bound 0",
+                "bound = np.zeros_like(value)",
+            ]
+        else:
+            body += _bound_lines(f, int(f.terms(case.params)), numerics.accumulation_dtype(o.name),
+                                 o.dtype)
+        body.append(f"{o.name}_expected = (value, bound)")
+        results.append(f"{o.name!r}: {o.name}_expected")
+    body.append("return {" + ", ".join(results) + "}")
+    return body
+
+
+def _embedded_body(e: Expectation) -> list[str]:
+    body = []
+    results = []
+    for o in e.output_specs:
+        exp = e.expected[o.name]
+        body += [f"# float64 reference for exactly these inputs, computed by tvm-fuzzharness "
+                 f"(workload reference, error model \"{exp.model}\", oracles/bounds.py)",
+                 f"value = {arrays.array_source(np.asarray(exp.value, dtype=np.float64))}"]
+        if e.exact or not np.any(exp.bound):
+            body += ["# bound 0: the result must equal the reference bit for bit "
+                     "(exact-integer inputs or an exact operation)",
+                     "bound = np.zeros_like(value)"]
+        else:
+            body += [f"# per-element bound of the \"{exp.model}\" error model (inf: cannot judge)",
+                     f"bound = {arrays.array_source(np.asarray(exp.bound, dtype=np.float64))}"]
+        body.append(f"{o.name}_expected = (value, bound)")
+        results.append(f"{o.name!r}: {o.name}_expected")
+    body.append("return {" + ", ".join(results) + "}")
+    return body
+
+
+def _function(body: list[str]) -> str:
+    head = ['def reference(x):',
+            '    """float64 value and per-element error bound of every output."""']
+    return "\n".join(head + ["    " + ln if ln else "" for ln in body]) + "\n"
+
+
+def _agrees(text: str, e: Expectation) -> bool:
+    import ml_dtypes
+
+    ns: dict[str, Any] = {"np": np, "ml_dtypes": ml_dtypes}
+    try:
+        exec(arrays.UNPACK_HELPER + "\n" + text, ns)  # noqa: S102 - our generated source
+        with np.errstate(all="ignore"):
+            got = ns["reference"]({k: v.copy() for k, v in e.inputs.items()})
+    except Exception:  # noqa: BLE001 - a formula that does not fit: embed instead
+        return False
+    for o in e.output_specs:
+        exp = e.expected[o.name]
+        value, bound = got[o.name]
+        want_bound = np.asarray(exp.bound, dtype=np.float64)
+        if not (arrays.same_bits(np.asarray(value, dtype=np.float64), np.asarray(exp.value, dtype=np.float64))
+                and arrays.same_bits(np.ascontiguousarray(np.broadcast_to(bound, exp.value.shape), dtype=np.float64),
+                                     np.ascontiguousarray(want_bound, dtype=np.float64))):
+            return False
+    return True
+
+
+def reference_source(case: Case, e: Expectation) -> tuple[str, bool]:
+    """``(source of def reference(x), inline)``; inline False means the numbers are embedded."""
+    body = _formula_body(case, e)
+    if body is not None:
+        text = _function(body)
+        if _agrees(text, e):
+            return text, True
+    text = _function(_embedded_body(e))
+    if not _agrees(text, e):
+        raise AssertionError("embedded reference does not reproduce the harness's numbers")
+    return text, False

@@ -1,0 +1,276 @@
+"""Triage hints for an issue: which lowering pass is involved.
+
+Two probes, both on the minimized case, with TVM's own ``PassContext``:
+
+* **where it raises** — a pass instrument notes every pass as it starts and ends; for an
+  error during lowering the pass that started and never ended is the one that raised, and
+  the IR it was given is kept (the per-pass IR dump);
+* **bisection by disabling** — the case is compiled and run once per pass of the pipeline
+  with that pass disabled (``PassContext(disabled_pass=[name])``).  A pass whose removal
+  makes the output correct (or the error go away) is *implicated*; one whose removal breaks
+  compilation is *required*; the rest change nothing.  For a wrong result the first
+  implicated pass in pipeline order is where the output goes wrong, and the IR before and
+  after it is kept.  When no pass is implicated the scheduled TIR is already wrong (or a
+  required pass is at fault): the hint says so, and the issue shows the scheduled TIR.
+
+Disabling a pass can itself crash TVM, so the attempts run in a child process
+(``python -m fuzzharness.repro.triage``) that reports one JSON line per pass; when it dies,
+the attempt is recorded as a crash and a fresh child continues with the next pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from fuzzharness.case import Case
+
+#: pass-manager wrappers, not passes
+WRAPPERS = {"_pipeline", "sequential", "tirx.Filter", "tirx.BindTarget"}
+IR_LINES = 60
+
+
+@dataclasses.dataclass
+class Triage:
+    passes: list[str] = dataclasses.field(default_factory=list)  # pipeline order
+    raised_in: str | None = None  # the pass that raised (errors during lowering)
+    implicated: list[str] = dataclasses.field(default_factory=list)
+    required: list[str] = dataclasses.field(default_factory=list)
+    crashed: list[str] = dataclasses.field(default_factory=list)
+    ir_before: str = ""  # IR given to the first implicated pass (or the raising one)
+    ir_after: str = ""  # IR after it
+    scheduled_tir: str = ""
+    note: str = ""
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @property
+    def first_wrong_pass(self) -> str | None:
+        return self.raised_in or (self.implicated[0] if self.implicated else None)
+
+
+# -- the child ---------------------------------------------------------------------------------
+def _script(func) -> str:
+    text = func.script() if hasattr(func, "script") else str(func)
+    lines = text.splitlines()
+    return "\n".join(lines[:IR_LINES] + ([f"... ({len(lines) - IR_LINES} more lines)"]
+                                           if len(lines) > IR_LINES else []))
+
+
+class _Probe:
+    """Compile and run the case with given passes disabled; judge like the harness."""
+
+    def __init__(self, case: Case, pattern: str | None):
+        from fuzzharness.repro.reference import expectation
+        from fuzzharness.tvm_support import replay_trace
+
+        self.case = case
+        self.pattern = pattern
+        self.exp = expectation(case)
+        self.mod = replay_trace(self.exp.func, case.trace).mod
+
+    def attempt(self, disabled: list[str], watch: str | None = None) -> dict[str, Any]:
+        import re
+
+        import numpy as np
+        import tvm
+        from tvm.ir.instrument import pass_instrument
+
+        from generators.schedules import relayout
+        from oracles.compare import judge
+
+        seen: list[str] = []
+        open_: list[str] = []
+        dump: dict[str, str] = {}
+
+        @pass_instrument
+        class Recorder:
+            def run_before_pass(self, mod, info):
+                seen.append(info.name)
+                open_.append(info.name)
+                if watch is not None and info.name == watch and "before" not in dump:
+                    dump["before"] = _main_script(mod)
+
+            def run_after_pass(self, mod, info):
+                if open_ and open_[-1] == info.name:
+                    open_.pop()
+                if watch is not None and info.name == watch and "after" not in dump:
+                    dump["after"] = _main_script(mod)
+
+        out: dict[str, Any] = {"disabled": disabled}
+        try:
+            with tvm.transform.PassContext(opt_level=3, config=self.case.pass_config,
+                                           disabled_pass=disabled, instruments=[Recorder()]):
+                lib = tvm.compile(self.mod, target=self.case.target)
+            kernel = lib["main"]
+            e = self.exp
+            args = [tvm.runtime.tensor(relayout.kernel_array(e.layouts, s.name, e.inputs[s.name]))
+                    for s in e.input_specs]
+            outs = []
+            for o in e.output_specs:
+                shape = relayout.kernel_shape(e.layouts, o.name, o.shape)
+                dtype = _np(o.dtype)
+                fill = np.iinfo(dtype).min if np.issubdtype(dtype, np.integer) else np.nan
+                outs.append(tvm.runtime.tensor(np.full(shape, fill, dtype=dtype)))
+            kernel(*args, *outs)
+            got = {o.name: relayout.reference_array(e.layouts, o.name, t.numpy())
+                   for o, t in zip(e.output_specs, outs, strict=True)}
+            j = judge(e.expected, got)
+            out["result"] = "wrong" if j.status.value in ("wrong_result", "nan_inf") else "correct"
+            out["message"] = j.message
+        except Exception as ex:  # noqa: BLE001 - every outcome is data here
+            text = f"{type(ex).__name__}: {ex}"
+            out["result"] = "same_error" if self.pattern and re.search(self.pattern, text) else "error"
+            out["message"] = text.strip().splitlines()[0][:300] if text.strip() else type(ex).__name__
+            out["raised_in"] = open_[-1] if open_ else None
+        out["passes"] = seen
+        out["ir"] = dump
+        return out
+
+
+def _main_script(mod) -> str:
+    try:
+        return _script(mod["main"])
+    except Exception:  # noqa: BLE001 - after host/device splitting the names change
+        return _script(mod)
+
+
+def _np(dtype: str):
+    from oracles.numerics import numpy_dtype
+
+    return numpy_dtype(dtype)
+
+
+def child_main(argv: list[str]) -> int:
+    """``python -m fuzzharness.repro.triage CASE.json PATTERN START``: one JSON line per
+    attempt: first the unmodified pipeline ("base"), then each pass from index START."""
+    case = Case.from_json(Path(argv[0]).read_text())
+    pattern = argv[1] or None
+    start = int(argv[2])
+    probe = _Probe(case, pattern)
+    base = probe.attempt([])
+    print(json.dumps({"base": base}), flush=True)
+    names = [n for n in dict.fromkeys(base["passes"]) if n not in WRAPPERS]
+    for i, name in enumerate(names[start:], start):
+        print(json.dumps({"trying": name, "index": i}), flush=True)
+        r = probe.attempt([name])
+        print(json.dumps({"pass": name, "index": i, "result": r["result"],
+                          "message": r.get("message", "")}), flush=True)
+    print(json.dumps({"done": len(names)}), flush=True)
+    return 0
+
+
+# -- the parent ----------------------------------------------------------------------------------
+def _run_child(case_path: Path, pattern: str, start: int, timeout: float) -> tuple[list[dict], int]:
+    cmd = [sys.executable, "-m", "fuzzharness.repro.triage", str(case_path), pattern, str(start)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=max(1.0, timeout))
+        out, rc = p.stdout, p.returncode
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        rc = -9
+    msgs = []
+    for line in out.splitlines():
+        try:
+            msgs.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return msgs, rc
+
+
+def triage(case: Case, *, symptom: str, pattern: str | None, workdir: Path,
+           budget: float = 90.0) -> Triage:
+    """Probe ``case`` (see the module docstring); at most ``budget`` seconds."""
+    t0 = time.monotonic()
+    result = Triage()
+    path = workdir / "triage-case.json"
+    path.write_text(case.to_json())
+    wrong = symptom in ("wrong_result", "nan_inf")
+    start, names, base = 0, None, None
+    try:
+        while time.monotonic() - t0 < budget:
+            msgs, rc = _run_child(path, pattern or "", start, budget - (time.monotonic() - t0))
+            trying = None
+            for m in msgs:
+                if "base" in m and base is None:
+                    base = m["base"]
+                    names = [n for n in dict.fromkeys(base["passes"]) if n not in WRAPPERS]
+                elif "trying" in m:
+                    trying = m["trying"]
+                elif "pass" in m:
+                    trying = None
+                    _classify(result, m)
+                    start = m["index"] + 1
+            if any("done" in m for m in msgs) or base is None:
+                break
+            if trying is not None:  # the child died while this pass was disabled
+                result.crashed.append(trying)
+                start += 1
+            if rc == 0:
+                break
+    finally:
+        path.unlink(missing_ok=True)
+    if base is None:
+        result.note = "the probe could not compile the case (it crashes TVM before any pass result)"
+    else:
+        result.passes = names or []
+        result.raised_in = base.get("raised_in")
+        probe_pass = result.raised_in or (result.implicated[0] if result.implicated else None)
+        if probe_pass is not None:
+            dumps = _dumps(path, case, probe_pass, budget - (time.monotonic() - t0))
+            result.ir_before, result.ir_after = dumps.get("before", ""), dumps.get("after", "")
+        if wrong and not result.implicated:
+            result.note = ("disabling any single pass does not make the output correct: the "
+                           "scheduled TIR already computes the wrong result, or a required "
+                           "pass is at fault")
+    result.scheduled_tir = _scheduled(case)
+    result.seconds = time.monotonic() - t0
+    return result
+
+
+def _classify(result: Triage, m: dict) -> None:
+    """correct without the pass: implicated; another error without it: required."""
+    if m["result"] == "correct":
+        result.implicated.append(m["pass"])
+    elif m["result"] == "error":
+        result.required.append(m["pass"])
+
+
+def _dumps(path: Path, case: Case, name: str, budget: float) -> dict[str, str]:
+    """IR before/after pass ``name`` (in a child: compiling may crash)."""
+    if budget <= 1:
+        return {}
+    path.write_text(case.to_json())
+    cmd = [sys.executable, "-c",
+           "import json,sys\nfrom pathlib import Path\nfrom fuzzharness.case import Case\n"
+           "from fuzzharness.repro.triage import _Probe\n"
+           "p = _Probe(Case.from_json(Path(sys.argv[1]).read_text()), None)\n"
+           "print(json.dumps(p.attempt([], watch=sys.argv[2])['ir']))", str(path), name]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=budget)
+        return json.loads(p.stdout.strip().splitlines()[-1]) if p.stdout.strip() else {}
+    except (subprocess.TimeoutExpired, json.JSONDecodeError, IndexError):
+        return {}
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _scheduled(case: Case) -> str:
+    try:
+        from fuzzharness.repro.reference import expectation
+        from fuzzharness.tvm_support import replay_trace
+
+        return _script(replay_trace(expectation(case).func, case.trace).mod["main"])
+    except Exception:  # noqa: BLE001 - a hint, never a failure
+        return ""
+
+
+if __name__ == "__main__":
+    sys.exit(child_main(sys.argv[1:]))

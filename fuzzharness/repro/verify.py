@@ -1,0 +1,68 @@
+"""Run a written repro script in a fresh process, the way a maintainer would.
+
+The script is started with ``python -I`` (isolated mode: no ``PYTHONPATH``, no current
+directory, no user site-packages) from its own directory, so an accidental import of this
+harness fails instead of passing unnoticed; the static check :func:`foreign_imports` says
+the same before anything runs.  A repro *reproduces* when it exits with status 1.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ALLOWED_MODULES = {"numpy", "tvm", "ml_dtypes"}
+REPRODUCES, FIXED, OTHER = 1, 0, 2
+
+
+@dataclasses.dataclass
+class Run:
+    exit_code: int | None  # None: the script itself did not finish (see output)
+    output: str
+    seconds: float
+
+    @property
+    def reproduced(self) -> bool:
+        return self.exit_code == REPRODUCES
+
+
+def foreign_imports(text: str) -> list[str]:
+    """Top-level modules the script imports besides the standard library, tvm and numpy."""
+    stdlib = set(sys.stdlib_module_names)
+    found = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return sorted(m for m in found if m not in stdlib and m not in ALLOWED_MODULES)
+
+
+def run_script(path: str | Path, *, python: str | None = None, timeout: float = 900.0) -> Run:
+    """Run ``path`` once in a fresh, isolated interpreter; never raises for what it does."""
+    path = Path(path).resolve()
+    cmd = [python or sys.executable, "-I", str(path)]
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=path.parent)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        return Run(None, out + f"\n(the repro script itself ran for more than {timeout:g} s)",
+                   time.monotonic() - t0)
+    output = p.stdout + (("\n" + p.stderr) if p.stderr.strip() else "")
+    return Run(p.returncode, output.strip(), time.monotonic() - t0)
+
+
+def verify(path: str | Path, *, times: int = 1, python: str | None = None) -> list[Run]:
+    """Run the script ``times`` times (each in a fresh process); stop at the first that does
+    not reproduce."""
+    runs = []
+    for _ in range(max(1, times)):
+        runs.append(run_script(path, python=python))
+        if not runs[-1].reproduced:
+            break
+    return runs

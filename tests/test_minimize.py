@@ -1,0 +1,246 @@
+"""The minimizer: trace edits and ddmin on a synthetic interestingness predicate, Hypothesis'
+shrinker on real generated cases, and a real TVM 0.27 miscompile minimized end to end."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fuzzharness.buckets import Signature, signature
+from fuzzharness.case import Case
+from fuzzharness.minimize import trace_edit
+from fuzzharness.minimize.ddmin import ddmin, split
+from fuzzharness.minimize.predicate import SameBug
+from fuzzharness.verdict import Stage, Status, Verdict
+
+
+# -- trace edits (plain data) ---------------------------------------------------------------------
+def synthetic_trace():
+    """A trace-shaped list: two blocks, loops, a split whose loops feed later steps."""
+    insts = [
+        ["GetSBlock", [], ["B", "main"], ["b0"]],  # 0
+        ["GetLoops", ["b0"], [], ["l1", "l2"]],  # 1
+        ["SamplePerfectTile", ["l1"], [2, 64], ["v3", "v4"]],  # 2
+        ["Split", ["l1", "v3", "v4"], [1, 0], ["l5", "l6"]],  # 3
+        ["Annotate", ["l5", 16], ["pragma_auto_unroll_max_step"], []],  # 4
+        ["Parallel", ["l5"], [], []],  # 5
+        ["GetSBlock", [], ["C", "main"], ["b7"]],  # 6
+        ["GetLoops", ["b7"], [], ["l8"]],  # 7
+        ["Vectorize", ["l8"], [], []],  # 8
+        ["Reorder", ["l6", "l2"], [], []],  # 9
+    ]
+    return [insts, [[2, [4, 8]]]]
+
+
+def defined_before_use(trace) -> bool:
+    defined: set[str] = set()
+    for inst in trace_edit.instructions(trace):
+        names = {s for s in json.dumps(inst[1]).replace('"', " ").replace(",", " ")
+                 .replace("[", " ").replace("]", " ").split() if s[:1] in "blv" and s[1:].isdigit()}
+        if not names <= defined:
+            return False
+        defined.update(trace_edit.outputs(inst))
+    return True
+
+
+def test_removing_an_instruction_removes_everything_that_uses_its_outputs():
+    t = synthetic_trace()
+    # the split defines l5/l6: the annotate, parallel and reorder that use them go with it
+    new = trace_edit.remove(t, [3])
+    assert trace_edit.kinds(new) == ["GetSBlock", "GetLoops", "SamplePerfectTile", "GetSBlock",
+                                     "GetLoops", "Vectorize"]
+    assert defined_before_use(new)
+    # the sampling decision keeps following its instruction
+    assert trace_edit.decisions(new) == [[2, [4, 8]]]
+    assert trace_edit.decisions(trace_edit.remove(t, [0])) == []
+    # the input is not modified
+    assert t == synthetic_trace()
+
+
+def test_dead_lookups_are_dropped_like_trace_simplified():
+    t = trace_edit.remove(synthetic_trace(), [8])  # the vectorize was the only user of b7/l8
+    t = trace_edit.drop_dead_lookups(t)
+    assert "Vectorize" not in trace_edit.kinds(t)
+    assert trace_edit.kinds(t).count("GetSBlock") == 1 and trace_edit.kinds(t).count("GetLoops") == 1
+    assert defined_before_use(t)
+
+
+def test_dead_lookups_match_tvm_trace_simplified():
+    """On a real trace: our plain-data DCE leaves what TVM's Trace.simplified leaves."""
+    from tvm import s_tir
+
+    from fuzzharness.tvm_support import replay_trace, trace_to_json
+    from generators.workloads import workloads
+
+    func = workloads["matmul"].prim_func({"M": 8, "N": 8, "K": 8, "dtype": "float32"})
+    sch = s_tir.Schedule(func)
+    b = sch.get_sblock("C")
+    i, j, k = sch.get_loops(b)
+    sch.get_loops(sch.get_sblock("C"))  # unused lookups
+    sch.get_child_blocks(i)
+    sch.split(j, [None, 4])
+    ours = trace_edit.drop_dead_lookups(trace_to_json(sch.trace))
+    theirs = trace_to_json(sch.trace.simplified(remove_postproc=False))
+    assert trace_edit.kinds(ours) == trace_edit.kinds(theirs)
+    assert trace_to_json(replay_trace(func, ours).trace) == theirs
+
+
+# -- ddmin on a synthetic predicate -------------------------------------------------------------
+def test_split_makes_n_nonempty_nearly_equal_chunks():
+    assert split(list(range(7)), 3) == [[0, 1, 2], [3, 4], [5, 6]]
+    assert split([1], 4) == [[1]]
+
+
+def test_ddmin_finds_the_one_minimal_trace_for_a_synthetic_predicate():
+    """Interesting: the trace still parallelizes the split's outer loop and vectorizes C.
+    The minimum keeps exactly the instructions those two need (with their definitions)."""
+    calls = []
+
+    def interesting(t) -> bool:
+        kinds = trace_edit.kinds(t)
+        return "Parallel" in kinds and "Vectorize" in kinds
+
+    def first(cands):
+        calls.append(len(cands))
+        return next((c for c in cands if interesting(c)), None)
+
+    def remove(t, chunk):
+        new = trace_edit.drop_dead_lookups(trace_edit.remove(t, chunk))
+        return None if new == t else new
+
+    result = ddmin(synthetic_trace(), lambda t: range(trace_edit.length(t)), remove, first)
+    assert trace_edit.kinds(result) == ["GetSBlock", "GetLoops", "SamplePerfectTile", "Split",
+                                        "Parallel", "GetSBlock", "GetLoops", "Vectorize"]
+    assert defined_before_use(result) and interesting(result)
+    # 1-minimal: no single remaining instruction can go
+    for i in range(trace_edit.length(result)):
+        smaller = remove(result, [i])
+        assert smaller is None or not interesting(smaller)
+    assert calls  # rounds handed their candidates over in batches
+
+
+def test_ddmin_stops_when_told():
+    result = ddmin(synthetic_trace(), lambda t: range(trace_edit.length(t)),
+                   lambda t, c: trace_edit.remove(t, c), lambda cands: cands[0],
+                   should_stop=lambda: True)
+    assert result == synthetic_trace()
+
+
+# -- the predicate --------------------------------------------------------------------------------
+def sig(**kw) -> Signature:
+    base = dict(symptom="wrong_result", stage="verify", workload="row_sum", dtype="float16",
+                primitives=("loop_partition", "parallel", "split"))
+    base.update(kw)
+    return Signature(**base)
+
+
+def test_same_bug_allows_fewer_primitives_and_another_dtype_for_textless_failures():
+    same = SameBug(sig())
+    assert same.matches(sig(primitives=("loop_partition",)))
+    assert same.matches(sig(dtype="float32", primitives=("loop_partition",)))
+    assert not same.matches(sig(primitives=("loop_partition", "vectorize")))  # a new primitive
+    assert not same.matches(sig(workload="matmul"))
+    assert not same.matches(sig(facts=("loop_mixes_spatial_and_reduction",)))
+    assert not same.matches(sig(symptom="nan_inf"))
+    assert not SameBug(sig(), strict=True).matches(sig(primitives=("loop_partition",)))
+
+
+def test_same_bug_with_error_text_is_key_equality():
+    t = Signature("compile_error", "lower", detail="InternalError: Check failed: lanes > N",
+                  site="vector_expr.cc:tvm::Ramp", workload="matmul", primitives=("vectorize",))
+    same = SameBug(t)
+    assert same.matches(Signature("compile_error", "lower", detail=t.detail, site=t.site,
+                                  workload="row_sum", dtype="float32"))
+    assert not same.matches(Signature("compile_error", "lower", detail="InternalError: other",
+                                      site=t.site))
+    v = Verdict(Status.SCHEDULE_REJECTED, Stage.SCHEDULE, "ScheduleError: no")
+    assert not same(None, v)  # never a non-finding
+
+
+# -- Hypothesis' shrinker on real generated cases -------------------------------------------------
+def test_hypothesis_shrinks_the_choice_sequence_of_a_generated_case():
+    """Interesting (synthetic, no TVM build): a matmul case whose schedule splits a loop.
+    Hypothesis shrinks its choices; the result still generates such a case, from fewer or
+    simpler choices, and regenerates identically from the shrunk choices."""
+    import time
+
+    from fuzzharness.minimize.hypothesis_shrink import draw, shrink_choices
+    from generators.cases import GenSettings, generate_case
+
+    settings = GenSettings(workloads=("matmul", "row_sum"), primitives=("split", "reorder", "fuse"),
+                           metaschedule_fraction=0.0)
+    found = None
+    for index in range(40):
+        case = generate_case(11, index, settings)
+        if case.workload_name == "matmul" and "Split" in trace_edit.kinds(case.trace):
+            found = case
+            break
+    assert found is not None
+    verdict = Verdict(Status.WRONG_RESULT, Stage.VERIFY)  # stands in for a real run
+
+    def interesting(case_dict, v) -> bool:
+        return bool(case_dict) and case_dict["workload"]["name"] == "matmul" and \
+            "Split" in trace_edit.kinds(case_dict["schedule"]["trace"])
+
+    r = shrink_choices(found.origin["choices"], settings, evaluate=lambda c: verdict,
+                       interesting=interesting, deadline=time.monotonic() + 20)
+    assert r is not None and r.improved and r.case is not None
+    assert interesting(r.case.to_dict(), verdict)
+    assert r.choices != found.origin["choices"]  # improved: a simpler choice sequence
+    assert len(r.choices) <= len(found.origin["choices"])
+    again, _, _ = draw(r.choices, settings)
+    assert again is not None and again.id == r.case.id
+    assert trace_edit.length(r.case.trace) <= trace_edit.length(found.trace)
+
+
+# -- a real TVM 0.27 miscompile, minimized end to end ------------------------------------------------
+def loop_partition_case() -> Case:
+    """row_sum with loop_partition of its reduction loop plus bystanders (split, unroll
+    annotation, parallel, unroll): TVM 0.27 re-runs the init in every partition."""
+    from tvm import s_tir
+
+    from fuzzharness.tvm_support import trace_to_json
+    from generators.workloads import workloads
+
+    params = {"M": 6, "N": 20, "dtype": "float16"}
+    sch = s_tir.Schedule(workloads["row_sum"].prim_func(params))
+    i, _ = sch.get_loops(sch.get_sblock("B"))
+    io, _ = sch.split(i, [None, 2])
+    sch.annotate(io, "pragma_auto_unroll_max_step", 16)
+    loops = sch.get_loops(sch.get_sblock("B"))
+    sch.loop_partition(loops[2], [3, 5, None])
+    sch.parallel(loops[0])
+    sch.unroll(sch.get_loops(sch.get_sblock("B_j1"))[-1])
+    return Case(workload={"name": "row_sum", "params": params},
+                inputs={"distribution": "uniform", "seed": 7},
+                schedule={"source": "test", "trace": trace_to_json(sch.trace)},
+                target={"kind": "llvm", "mcpu": "x86-64-v2"},
+                pass_config={"tirx.disable_cse_tir": True}, origin={"dtype": "float16"})
+
+
+@pytest.fixture(scope="module")
+def minimized_loop_partition():
+    from fuzzharness.execute import execute
+    from fuzzharness.minimize import minimize
+
+    case = loop_partition_case()
+    verdict = execute(case).verdict
+    assert verdict.status is Status.WRONG_RESULT, verdict.line()
+    target = signature(case.to_dict(), verdict)
+    return case, verdict, target, minimize(case, verdict, target, budget=60, workers=2)
+
+
+def test_real_miscompile_minimizes_to_a_third_and_stays_the_same_bug(minimized_loop_partition):
+    case, _, target, m = minimized_loop_partition
+    assert m.reproduced and m.case is not None
+    assert m.original_length == trace_edit.length(case.trace) == 11
+    assert m.length * 3 <= m.original_length, m.phases
+    assert SameBug(target).matches(m.signature)
+    assert m.signature.primitives == ("loop_partition",)
+    # simplified everything else too: smallest shape, all-ones exact inputs, no options
+    assert m.case.params["M"] == 1 and m.case.params["N"] <= 3
+    assert m.case.inputs["distribution"] == "ones" and m.case.oracle["mode"] == "exact"
+    assert m.case.target == {"kind": "llvm"} and m.case.pass_config == {}
+    assert m.verdict.status is Status.WRONG_RESULT
+    assert m.case.origin["minimized_from"] == case.id

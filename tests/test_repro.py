@@ -1,0 +1,320 @@
+"""Repro scripts: written for real TVM 0.27 failures, run standalone in fresh isolated
+processes, exit 1 while the bug reproduces, 0 once it is fixed, 2 for anything else; issue
+text only for verified repros; the database record; the regression corpus format."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fuzzharness.buckets import signature
+from fuzzharness.case import Case
+from fuzzharness.execute import execute
+from fuzzharness.repro import arrays
+from fuzzharness.repro.package import write_repro
+from fuzzharness.repro.script import error_pattern, write_script
+from fuzzharness.repro.verify import foreign_imports, run_script
+from fuzzharness.tvm_support import trace_to_json, versions
+from fuzzharness.verdict import Status
+from tests.conftest import ROOT, run_cli
+
+
+def scheduled(workload: str, params: dict, build, *, oracle="exact", distribution="ones") -> Case:
+    from tvm import s_tir
+
+    from generators.workloads import workloads
+
+    sch = s_tir.Schedule(workloads[workload].prim_func(params))
+    build(sch)
+    return Case(workload={"name": workload, "params": params},
+                inputs={"distribution": distribution, "seed": 3},
+                schedule={"source": "test", "trace": trace_to_json(sch.trace)},
+                oracle={"mode": oracle}, origin={"dtype": params["dtype"]})
+
+
+def loop_partition(sch):
+    _, j = sch.get_loops(sch.get_sblock("B"))
+    sch.loop_partition(j, [1, 1, None])
+
+
+def vectorized_unit_loop_with_unroll(sch):
+    i, _, _ = sch.get_loops(sch.get_sblock("C"))
+    sch.vectorize(i)
+    sch.annotate(i, "pragma_auto_unroll_max_step", 16)
+    sch.annotate(i, "pragma_unroll_explicit", 1)
+
+
+def repro_of(case: Case, out: Path, **kw):
+    verdict = execute(case).verdict
+    sig = signature(case.to_dict(), verdict)
+    return verdict, write_repro(out, case, verdict, bucket=sig.key, signature=sig,
+                                versions=versions(), triage=kw.pop("triage", False), **kw)
+
+
+@pytest.fixture(scope="module")
+def wrong_sum(tmp_path_factory):
+    """loop_partition of row_sum's reduction loop: TVM 0.27 re-runs the init per partition."""
+    case = scheduled("row_sum", {"M": 1, "N": 3, "dtype": "float32"}, loop_partition)
+    return case, *repro_of(case, tmp_path_factory.mktemp("repro") / "wrong-sum", triage=True)
+
+
+def test_wrong_result_repro_reproduces_standalone_and_writes_the_issue(wrong_sum, tmp_path):
+    case, verdict, outcome = wrong_sum
+    assert verdict.status is Status.WRONG_RESULT
+    assert outcome.reproduced and outcome.runs[0].exit_code == 1
+    d = outcome.dir
+    text = (d / "repro.py").read_text()
+    assert foreign_imports(text) == []
+    assert "sch.loop_partition(loop=l2, factors=[1, 1, None]" in text
+    assert f"TVM {versions()['tvm']} · tvm-ffi {versions()['tvm_ffi']} · LLVM" in text
+    # copied elsewhere and run with -I: no harness on the path, nothing but tvm and numpy
+    copy = tmp_path / "elsewhere.py"
+    copy.write_text(text)
+    run = run_script(copy)
+    assert run.exit_code == 1, run.output
+    assert "B[0]: got 1.0, expected 3.0" in run.output and "error/bound inf" in run.output
+    # the issue: TVM's template sections, the verified output, triage hints
+    issue = (d / "issue.md").read_text()
+    for section in ("# [Bug]", "### Expected behavior", "### Actual behavior", "### Environment",
+                    "### Steps to reproduce", "### Triage", "needs-triage"):
+        assert section in issue
+    assert "got 1.0, expected 3.0" in issue and "`loop_partition`" in issue
+    assert "disabling any single pass does not make the output correct" in issue
+    assert "Scheduled TIR" in issue
+    assert Case.from_json((d / "case.json").read_text()) == case
+
+
+def test_the_script_exits_0_once_the_bug_is_fixed(wrong_sum, tmp_path):
+    """Without the miscompiling primitive the same script judges a correct result."""
+    text = (wrong_sum[2].dir / "repro.py").read_text()
+    fixed = "\n".join(ln for ln in text.splitlines() if "sch.loop_partition(" not in ln)
+    (tmp_path / "fixed.py").write_text(fixed)
+    run = run_script(tmp_path / "fixed.py")
+    assert run.exit_code == 0, run.output
+    assert "RESULT: fixed" in run.output
+
+
+def test_a_crash_is_reported_even_though_it_kills_the_process(wrong_sum, tmp_path):
+    """A real segfault where TVM would compile: the parent survives and says so."""
+    text = (wrong_sum[2].dir / "repro.py").read_text()
+    crashing = text.replace('    _stage("compile")\n',
+                            '    _stage("compile")\n    import ctypes\n    ctypes.string_at(0)\n')
+    assert crashing != text
+    expect_crash = crashing.replace("EXPECT = {'symptom': 'wrong_result'",
+                                    "EXPECT = {'signal': 'SIGSEGV', 'symptom': 'crash'")
+    assert expect_crash != crashing
+    (tmp_path / "crash.py").write_text(expect_crash)
+    run = run_script(tmp_path / "crash.py")
+    assert run.exit_code == 1 and "died with SIGSEGV in stage compile" in run.output, run.output
+    (tmp_path / "other.py").write_text(crashing)  # a crash where a wrong sum was expected
+    run = run_script(tmp_path / "other.py")
+    assert run.exit_code == 2 and "SIGSEGV" in run.output, run.output
+
+
+def test_compile_error_repro_matches_the_error_text(tmp_path):
+    case = scheduled("matmul", {"M": 1, "N": 4, "K": 8, "dtype": "float32"},
+                     vectorized_unit_loop_with_unroll)
+    verdict, outcome = repro_of(case, tmp_path / "lanes")
+    assert verdict.status is Status.COMPILE_ERROR and verdict.stage.value == "lower"
+    assert outcome.reproduced, outcome.runs[-1].output
+    assert "Check failed: lanes > 1" in outcome.runs[0].output
+    assert "an error in stage compile (the harness's lower)" in outcome.runs[0].output
+
+
+def test_a_repro_that_does_not_reproduce_is_never_an_issue(tmp_path):
+    """A correct schedule presented as a wrong result: the script says 0, no issue.md."""
+    case = scheduled("row_sum", {"M": 2, "N": 4, "dtype": "float32"},
+                     lambda sch: sch.split(sch.get_loops(sch.get_sblock("B"))[0], [None, 2]))
+    claimed = execute(case).verdict
+    assert claimed.status is Status.PASS
+    claimed.status = Status.WRONG_RESULT
+    sig = signature(case.to_dict(), claimed)
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "issue.md").write_text("stale")
+    outcome = write_repro(tmp_path / "r", case, claimed, bucket=sig.key, signature=sig,
+                          versions=versions(), triage=False)
+    assert not outcome.reproduced and outcome.runs[0].exit_code == 0
+    assert not (tmp_path / "r" / "issue.md").exists()
+    assert "exited 0" in (tmp_path / "r" / "NOT-REPRODUCED.md").read_text()
+    assert outcome.record["reproduced"] is False
+
+
+def test_failure_while_drawing_the_schedule_gets_a_script(tmp_path, monkeypatch):
+    """No case is stored for it: the failing call is captured from a fresh draw."""
+    from hypothesis import strategies as st
+    from tvm import s_tir
+
+    import generators.cases as cases
+    from fuzzharness.minimize.hypothesis_shrink import draw
+    from fuzzharness.repro.generation_failure import as_case, capture
+    from generators import draw as draws
+
+    def failing_schedule(func, data, settings):
+        sch = s_tir.Schedule(func)
+        block = sch.get_sblock("B")
+        loops = sch.get_loops(block)
+        sch.decompose_reduction(block, loops[data.draw(st.integers(1, 1))])
+        sch.get_loops(block)  # a lookup the failing call does not need
+        sch.reindex(sch.get_sblock("B_update"), ("read", 0))  # TVM 0.27: InternalError
+
+    monkeypatch.setattr(cases, "draw_schedule", failing_schedule)
+    settings = cases.GenSettings(workloads=("row_sum",))
+    data = draws.for_case(1, 0)
+    with pytest.raises(Exception, match="Check failed"):
+        cases.draw_case(data, settings)
+    choices = draws.recorded_choices(data)
+    _, verdict, _ = draw(choices, settings)
+    assert verdict.status is Status.COMPILE_ERROR and verdict.stage.value == "schedule"
+    call = capture(choices, settings)
+    assert call.line == "sch.reindex(block=b4, buffer=('read', 0))"
+    case = as_case(call, settings, {})
+    assert [i[0] for i in case.trace[0]] == ["GetSBlock", "GetLoops", "DecomposeReduction",
+                                              "GetSBlock"]
+    sig = signature(None, verdict)
+    outcome = write_repro(tmp_path / "gen", case, verdict, bucket=sig.key, signature=sig,
+                          versions=versions(), triage=False, failing_call=call.line)
+    assert outcome.reproduced, outcome.runs[-1].output
+    assert "outer->body.get() == inner" in (tmp_path / "gen" / "issue.md").read_text()
+
+
+# -- pieces ----------------------------------------------------------------------------------------
+def test_error_pattern_ignores_numbers_and_addresses():
+    import re
+
+    p = error_pattern("InternalError: Check failed: block_realize == old (0x55d1 vs. 0x7f00) : 3")
+    assert re.search(p, "tvm.error.InternalError: Check failed: block_realize == old "
+                        "(0xab12 vs. 0xcd34) : 17")
+    assert not re.search(p, "InternalError: Check failed: other")
+
+
+@pytest.mark.parametrize("a", [
+    np.ones((2, 3), "float16"), np.arange(6, dtype="float32").reshape(2, 3) / 3,
+    np.array([1, -2, 3], "int8"), np.array([np.nan, np.inf, -0.0, 1e-40]),
+    np.random.default_rng(0).standard_normal((40, 40)).astype("float16"),
+])
+def test_arrays_are_written_as_source_that_gives_the_same_bits(a):
+    assert arrays.same_bits(arrays.evaluate(arrays.array_source(a)), a)
+
+
+def test_bound_mode_reference_is_inlined_and_identical_to_the_harness(tmp_path):
+    """Float inputs from a seed: the script regenerates them and computes the model's bound."""
+    case = scheduled("matmul", {"M": 3, "N": 40, "K": 40, "dtype": "float16-acc32"},
+                     lambda sch: None, oracle="bound", distribution="uniform")
+    verdict = execute(case).verdict
+    verdict.status = Status.WRONG_RESULT  # only the text is checked here
+    s = write_script(case, verdict, bucket="x", signature=None, versions=versions())
+    assert "rng = np.random.default_rng([3, 0])" in s.text
+    assert "gamma = ku / (1.0 - ku)" in s.text and 'error model "dot"' in s.text
+    assert "embedded" not in " ".join(s.notes)
+    import runpy
+
+    from fuzzharness.repro.reference import expectation
+
+    (tmp_path / "repro.py").write_text(s.text)
+    ns = runpy.run_path(str(tmp_path / "repro.py"), run_name="imported")  # defines, runs nothing
+
+    e = expectation(case)
+    got = ns["reference"](ns["make_inputs"]())
+    assert arrays.same_bits(got["C"][1], e.expected["C"].bound)
+
+
+def test_database_migrates_to_the_repros_table_additively(tmp_path):
+    from fuzzharness.engine.db import ResultsDB
+
+    db = ResultsDB(tmp_path, create=True)
+    db.create_campaign(1, {}, {})
+    db.close()
+    con = sqlite3.connect(tmp_path / "results.sqlite")
+    con.execute("DROP TABLE repros")
+    con.execute("UPDATE meta SET value = '2' WHERE key = 'schema'")
+    con.commit()
+    con.close()
+    db = ResultsDB(tmp_path)
+    assert db.repros() == [] and db.campaign()["seed"] == 1
+    db.add_repro({"bucket": "k", "reproduced": True, "runs": 10, "signature": {"a": 1},
+                  "notes": ["n"]})
+    assert db.repro("k")["reproduced"] is True and db.repro("k")["signature"] == {"a": 1}
+    db.close()
+    con = sqlite3.connect(tmp_path / "results.sqlite")
+    assert con.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0] == "3"
+
+
+# -- the regression corpus ----------------------------------------------------------------------------
+def test_committed_corpus_entries_are_well_formed():
+    from fuzzharness.repro.corpus import entries
+
+    found = entries(ROOT / "corpus")
+    assert len(found) >= 3
+    for e in found:
+        assert e.meta["expected"] in ("reproduces", "fixed")
+        assert foreign_imports((e.dir / "repro.py").read_text()) == []
+        assert json.loads((e.dir / "meta.json").read_text())["bucket"] == e.meta["bucket"]
+
+
+def test_corpus_add_and_check(wrong_sum, tmp_path):
+    corpus = tmp_path / "corpus"
+    r = run_cli("corpus", "add", wrong_sum[2].dir, "--name", "loop-partition-init",
+                "--corpus", corpus)
+    assert r.returncode == 0, r.stderr
+    meta = json.loads((corpus / "loop-partition-init" / "meta.json").read_text())
+    assert meta["expected"] == "reproduces" and meta["upstream"] == ""
+    assert meta["signature"]["primitives"] == ["loop_partition"]
+    r = run_cli("corpus", "check", "--corpus", corpus)
+    assert r.returncode == 0 and "ok  loop-partition-init" in r.stdout, r.stdout + r.stderr
+    # a second add under the same name, or of a directory without a verified issue: refused
+    r = run_cli("corpus", "add", wrong_sum[2].dir, "--name", "loop-partition-init",
+                "--corpus", corpus)
+    assert r.returncode == 2 and "already exists" in r.stderr and "Traceback" not in r.stderr
+    r = run_cli("corpus", "add", tmp_path, "--name", "x", "--corpus", corpus)
+    assert r.returncode == 2 and "no case.json" in r.stderr
+
+
+# -- commands and the campaign hook -------------------------------------------------------------------
+def test_minimize_and_repro_commands_refuse_bad_input_in_one_line(tmp_path):
+    for args, needle in [(("minimize", tmp_path / "nowhere"), "no such campaign directory"),
+                         (("minimize", tmp_path), "no campaign database here"),
+                         (("minimize", tmp_path, "--budget", "0"), "must be > 0"),
+                         (("repro", tmp_path / "nope.json"), "cannot read")]:
+        r = run_cli(*args)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_campaign_minimizes_new_buckets_within_its_cap(tmp_path, plugin_env):
+    """A deliberately wrong program: one new bucket; the run reports its minimization."""
+    out = tmp_path / "c"
+    r = run_cli("run", "--seed", "1", "--max-cases", "1", "--workers", "1", "--workloads",
+                "test_matmul_off_by_one", "--primitives", "split,reorder", "--no-progress", "--out", out,
+                "--minimize-budget", "1", env=plugin_env)
+    assert r.returncode == 1, r.stderr
+    assert "then ≤ 1 s minimizing new buckets" in r.stderr
+    assert "minimize: 1 bucket, 0 minimized" in r.stdout and "time cap 1 s" in r.stdout
+    assert "skipped (budget)" in r.stdout
+    r = run_cli("run", "--seed", "1", "--max-cases", "1", "--workers", "1", "--workloads",
+                "test_matmul_off_by_one", "--primitives", "split,reorder", "--no-progress", "--out", tmp_path / "d",
+                "--no-minimize", env=plugin_env)
+    assert r.returncode == 1 and "minimize:" not in r.stdout
+
+
+def test_minimize_command_on_a_campaign_writes_verified_repros(tmp_path, plugin_env):
+    out = tmp_path / "c"
+    r = run_cli("run", "--seed", "1", "--max-cases", "1", "--workers", "1", "--workloads",
+                "test_matmul_off_by_one", "--primitives", "split,reorder", "--no-progress", "--out", out, env=plugin_env)
+    assert r.returncode == 1
+    r = run_cli("minimize", out, "--budget", "40", "--no-triage", "--workers", "2",
+                env=plugin_env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "1 verified repro" in r.stdout
+    (d,) = (out / "repros").iterdir()
+    assert (d / "issue.md").exists() and (d / "repro.py").exists()
+    con = sqlite3.connect(out / "results.sqlite")
+    (reproduced, length, original) = con.execute(
+        "SELECT reproduced, length, original_length FROM repros").fetchone()
+    assert reproduced == 1 and length <= original
+    # a rerun keeps the verified repro instead of redoing it
+    r = run_cli("minimize", out, "--budget", "40", env=plugin_env)
+    assert "(earlier run)" in r.stdout
