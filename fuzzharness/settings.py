@@ -104,6 +104,11 @@ class CampaignSettings:
             self.generation.validate()
         except (KeyError, ValueError) as e:
             raise SettingsError(str(e)) from None
+        if self.executor == "ray":
+            from fuzzharness.engine.ray_executor import unavailable
+
+            if why := unavailable():
+                raise SettingsError(why)
         self._validate_target()
         return self
 

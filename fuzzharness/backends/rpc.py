@@ -265,7 +265,9 @@ class RemoteBackend(Backend):
     def _session(self, errors: list[str]):
         from fuzzharness import warmup
 
-        timeout = RETRY_CONNECT_TIMEOUT if self.device in _DOWN else self.device.connect_timeout
+        timeout = self.device.connect_timeout
+        if self.device in _DOWN:
+            timeout = min(timeout, RETRY_CONNECT_TIMEOUT)
         with warmup.paused("rpc-device"):
             try:
                 sess = self.device.connect(timeout)

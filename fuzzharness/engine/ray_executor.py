@@ -157,6 +157,7 @@ class RayExecutor(Executor):
         kwargs: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING,
                                   "configure_logging": True}
         if self.address:
+            _check_reachable(self.address)
             kwargs["address"] = self.address
         else:  # a private instance on this machine, sized for the run
             kwargs.update(num_cpus=self.n, include_dashboard=False)
@@ -303,6 +304,28 @@ class RayExecutor(Executor):
             return None
         verdict = outcomes.lost_verdict(f"the Ray actor running it was lost twice: {why}")
         return TaskResult(task, task.get("case"), verdict, f"ray/{slot.index}", elapsed)
+
+
+def _check_reachable(address: str, timeout: float = 10.0) -> None:
+    """Fail at once, in one line, when nothing listens at a ``HOST:PORT`` cluster address
+    (Ray itself retries for minutes, printing warnings).  Other forms ("auto", "ray://...")
+    are left to Ray."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "/" in address:
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as e:
+        raise RayConnectError(f"cannot connect to the Ray cluster at {address}: {e.strerror or e} "
+                              "(start one with `ray start --head`; its address is printed "
+                              "and kept in /tmp/ray/ray_current_cluster)") from None
+
+
+def unavailable() -> str | None:
+    """Why the ray executor cannot be used here (None: it can)."""
+    import importlib.util
+
+    return None if importlib.util.find_spec("ray") is not None else RAY_MISSING
 
 
 def _first_line(e: BaseException) -> str:
