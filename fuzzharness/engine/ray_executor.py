@@ -166,7 +166,14 @@ class RayExecutor(Executor):
         except Exception as e:  # noqa: BLE001 - ConnectionError, RuntimeError, AuthenticationError...
             where = f"the Ray cluster at {self.address}" if self.address else "a local Ray instance"
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise RayConnectError(f"cannot connect to {where}: {first[:300]}") from None
+            chain, cause = [], e
+            while cause is not None:
+                chain.append(f"{type(cause).__name__} {cause}")
+                cause = cause.__cause__ or cause.__context__
+            if any("Authentication" in c or "AuthToken" in c for c in chain):
+                first += (" (the cluster wants its token: set RAY_AUTH_MODE=token, with the token "
+                          "in ~/.ray/auth_token or $RAY_AUTH_TOKEN)")
+            raise RayConnectError(f"cannot connect to {where}: {first[:400]}") from None
         self._owns_ray = True
         cpus = ray.cluster_resources().get("CPU", 0)
         if cpus < self.n:
