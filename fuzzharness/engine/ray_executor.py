@@ -88,15 +88,19 @@ class PoolActor:
         full_env.update(env)
         self.pool = WorkerPool(1, timeout=timeout, memory_mb=memory_mb,
                                log_dir=_node_log_dir(log_dir, slot), env=full_env)
+        self.pool.start()  # importing TVM begins now, while the driver starts the others
 
     def run(self, task_json: str) -> str:
         """Run one task to its verdict; the pool replaces a worker that died on it."""
         task = json.loads(task_json)
         restarts, recycled = self.pool.restarts, self.pool.recycled
+        self.pool.start()
+        pid = self.pool.pids()[0]  # the worker process this task goes to
         (r,) = list(self.pool.run([task]))
         return json.dumps({"case": r.case, "verdict": r.verdict.to_dict(), "elapsed": r.elapsed,
                            "restarts": self.pool.restarts - restarts,
-                           "recycled": self.pool.recycled - recycled, "node": self.node})
+                           "recycled": self.pool.recycled - recycled, "node": self.node,
+                           "pid": pid})
 
     def close(self) -> None:
         self.pool.close()
@@ -283,8 +287,9 @@ class RayExecutor(Executor):
         self._start_failures = 0
         self.restarts += out["restarts"]
         self.recycled += out["recycled"]
+        # worker id "node/slot/pid": which cases shared a process (and its heap) stays known
         return TaskResult(task, out["case"], Verdict.from_dict(out["verdict"]),
-                          f"{out['node']}/{slot.index}", out.get("elapsed", elapsed))
+                          f"{out['node']}/{slot.index}/{out['pid']}", out.get("elapsed", elapsed))
 
     def _lost(self, slot: _Slot, why: str, again: collections.deque) -> TaskResult | None:
         """The actor running ``slot.task`` is gone: run the task again once, elsewhere.
