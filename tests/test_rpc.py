@@ -227,14 +227,14 @@ def test_device_and_executor_settings_round_trip_through_toml_and_resume(tmp_pat
     from fuzzharness.settings import RESUMABLE, CampaignSettings, load_toml
 
     config = tmp_path / "c.toml"
-    config.write_text('[campaign]\nexecutor = "ray"\nray_address = "10.1.2.3:6379"\n'
-                      'timeout = 12\nrpc = { tracker = "10.1.2.3:9190", key = "android" }\n')
+    config.write_text('[campaign]\nexecutor = "ray"\nray_address = "127.0.0.9:6379"\n'
+                      'timeout = 12\nrpc = { tracker = "127.0.0.9:9190", key = "android" }\n')
     s = load_toml(config).validate()
     again = CampaignSettings.from_dict(json.loads(json.dumps(s.to_dict())))
     assert again == s
     device = again.remote_device()
-    assert (device.tracker, device.key, device.timeout) == ("10.1.2.3:9190", "android", 12)
+    assert (device.tracker, device.key, device.timeout) == ("127.0.0.9:9190", "android", 12)
     assert {"executor", "ray_address", "rpc"} <= RESUMABLE
     # the device is not part of what a campaign generates: its cases never mention it
     case = generate_case(5, 0, again.generation)
-    assert "10.1.2.3" not in case.to_json()
+    assert "127.0.0.9" not in case.to_json()
