@@ -195,3 +195,16 @@ def test_ray_executor_errors_are_one_line(tmp_path):
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert "cannot connect to the Ray cluster at 127.0.0.1:1" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_without_ray_installed_the_ray_executor_is_a_one_line_error(tmp_path):
+    code = ("import sys; sys.modules['ray'] = None  # as if Ray were not installed\n"
+            "from fuzzharness.cli import main\n"
+            f"sys.exit(main(['run', '--executor', 'ray', '--max-cases', '1', '--out', "
+            f"{str(tmp_path / 'o')!r}]))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                       env=ray_test_env(), timeout=120)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "needs Ray, which is not installed: pip install 'tvm-fuzzharness[distributed]'" \
+        in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "o").exists()

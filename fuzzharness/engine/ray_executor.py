@@ -335,9 +335,11 @@ def _check_reachable(address: str, timeout: float = 10.0) -> None:
 
 def unavailable() -> str | None:
     """Why the ray executor cannot be used here (None: it can)."""
-    import importlib.util
-
-    return None if importlib.util.find_spec("ray") is not None else RAY_MISSING
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return RAY_MISSING
+    return None
 
 
 def _first_line(e: BaseException) -> str:
