@@ -142,11 +142,11 @@ class RayExecutor(Executor):
         self.watchdog = self.timeout + READY_TIMEOUT + SETUP_TIMEOUT + WATCHDOG_SLACK
         self.restarts = 0
         self.recycled = 0
-        self._slots = [_Slot(i) for i in range(self.n)]
         self._lost_once: set = set()
         self._start_failures = 0
         self._owns_ray = False
         self._connect()
+        self._slots = [_Slot(i) for i in range(self.n)]
         self._actor_class = ray.remote(num_cpus=1, max_restarts=0, max_concurrency=1)(PoolActor)
 
     @classmethod
@@ -171,7 +171,7 @@ class RayExecutor(Executor):
             where = f"the Ray cluster at {self.address}" if self.address else "a local Ray instance"
             first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             chain, cause = [], e
-            while cause is not None:
+            while cause is not None and len(chain) < 10:
                 chain.append(f"{type(cause).__name__} {cause}")
                 cause = cause.__cause__ or cause.__context__
             if any("Authentication" in c or "AuthToken" in c for c in chain):
@@ -179,10 +179,13 @@ class RayExecutor(Executor):
                           "in ~/.ray/auth_token or $RAY_AUTH_TOKEN)")
             raise RayConnectError(f"cannot connect to {where}: {first[:400]}") from None
         self._owns_ray = True
-        cpus = ray.cluster_resources().get("CPU", 0)
-        if cpus < self.n:
-            print(f"fuzzharness: the Ray cluster has {cpus:g} CPUs for {self.n} workers; "
-                  "the others wait for CPUs (lower --workers or add nodes)", file=sys.stderr)
+        # An actor holds its CPU for its lifetime: actors beyond the cluster's CPUs would
+        # wait for ever (and then count as dead), so the run uses as many as there are.
+        cpus = int(ray.cluster_resources().get("CPU", 0))
+        if 1 <= cpus < self.n:
+            print(f"fuzzharness: the Ray cluster has {cpus} CPUs: {cpus} workers, not {self.n}",
+                  file=sys.stderr)
+            self.n = cpus
 
     def _start(self, slot: _Slot) -> None:
         slot.actor = self._actor_class.options(scheduling_strategy="SPREAD").remote(
