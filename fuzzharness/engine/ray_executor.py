@@ -47,6 +47,7 @@ import dataclasses
 import json
 import logging
 import os
+import shutil
 import socket
 import sys
 import tempfile
@@ -86,8 +87,9 @@ class PoolActor:
         self.node = socket.gethostname()
         full_env = dict(os.environ)
         full_env.update(env)
-        self.pool = WorkerPool(1, timeout=timeout, memory_mb=memory_mb,
-                               log_dir=_node_log_dir(log_dir, slot), env=full_env)
+        self.log_dir, self._own_log_dir = _node_log_dir(log_dir, slot)
+        self.pool = WorkerPool(1, timeout=timeout, memory_mb=memory_mb, log_dir=self.log_dir,
+                               env=full_env)
         self.pool.start()  # importing TVM begins now, while the driver starts the others
 
     def run(self, task_json: str) -> str:
@@ -104,14 +106,22 @@ class PoolActor:
 
     def close(self) -> None:
         self.pool.close()
+        if self._own_log_dir and self.log_dir is not None:
+            shutil.rmtree(self.log_dir, ignore_errors=True)
 
 
-def _node_log_dir(log_dir: str | None, slot: int) -> Path:
-    """The campaign's log folder when this node sees it (same machine or a shared file
-    system), else a private temporary folder on the node (log tails still reach verdicts)."""
-    if log_dir and Path(log_dir).parent.is_dir():
-        return Path(log_dir) / f"ray-{slot}"
-    return Path(tempfile.mkdtemp(prefix=f"fuzzharness-ray-{slot}-"))
+def _node_log_dir(log_dir: str | None, slot: int) -> tuple[Path | None, bool]:
+    """Where the worker logs go on this node, and whether the folder is ours to remove.
+
+    The campaign's log folder when this node sees it (same machine or a shared file system);
+    else a temporary folder on the node, removed when the actor closes (log tails still reach
+    the verdicts); no log at all when the campaign keeps none (as the local pool).
+    """
+    if not log_dir:
+        return None, False
+    if Path(log_dir).parent.is_dir():
+        return Path(log_dir) / f"ray-{slot}", False
+    return Path(tempfile.mkdtemp(prefix=f"fuzzharness-ray-{slot}-")), True
 
 
 @dataclasses.dataclass
