@@ -247,6 +247,12 @@ class RemoteBackend(Backend):
         return RemoteProgram(path, DEVICE_TYPES.get(kind, "cpu"), tmp)
 
     def run(self, program: RemoteProgram, args, n_outputs):
+        try:
+            return self._run(program, args, n_outputs)
+        finally:
+            program.tmp.cleanup()  # now, not at exit: workers end by SIGKILL
+
+    def _run(self, program: RemoteProgram, args, n_outputs):
         errors: list[str] = []
         for attempt in range(2):
             sess = self._session(errors)
