@@ -124,6 +124,10 @@ class Execution:
         details: dict[str, Any] = {"exception": type(e).__name__}
         # Backends attach what failed (device source, compiler log) as plain data.
         details.update(getattr(e, "fuzz_details", None) or {})
+        if (not_run := getattr(e, "not_run", None)) is not None:  # e.g. a remote device gone
+            details["not_run"] = not_run
+            return Verdict(Status.INCONCLUSIVE, stage, message=f"compiled, not run: {not_run}",
+                           timings=self.timings, details=details)
         tvm_raised = tvm_raised or getattr(e, "blame_tvm", False)  # e.g. nvcc refusing TVM's code
         if tvm_raised and (site := throw_site(e)):
             details["site"] = site
@@ -133,7 +137,8 @@ class Execution:
         elif stage is Stage.SCHEDULE and is_schedule_error(e):
             status = Status.SCHEDULE_REJECTED
         elif stage is Stage.RUN:
-            status, details["kind"] = Status.CRASH, "exception"
+            status = Status.CRASH
+            details.setdefault("kind", "exception")  # or what the backend knows (remote_died)
         elif stage is Stage.BASELINE:
             status, details["program"] = Status.COMPILE_ERROR, "unscheduled"
         elif (reason := rejections.match(str(e))) is not None:
@@ -163,7 +168,7 @@ class Execution:
         return {o.name: r for o, r in zip(out_specs, results, strict=True)}
 
     def run(self) -> Outcome:
-        from fuzzharness.backends import backends
+        from fuzzharness.backends.rpc import backend_for
         from fuzzharness.tvm_support import structural_equal
         from generators.inputs import make_inputs
         from generators.schedules import relayout
@@ -178,7 +183,7 @@ class Execution:
         try:
             with self.stage(Stage.GENERATE):
                 workload = workloads[case.workload_name]
-                backend = backends[case.target["kind"]]
+                backend = backend_for(case.target)  # a remote device if one is set
                 func = workload.prim_func(case.params)
                 kernel_func = workload.kernel_prim_func(case.params, func)
                 specs = workload.inputs(case.params)

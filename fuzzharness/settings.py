@@ -9,7 +9,10 @@ A TOML file has two optional tables whose keys are the field names below::
     workers = 2
     timeout = 30             # seconds per case
     memory_mb = 4096         # data-memory cap per worker (RLIMIT_DATA); 0 = none
-    executor = "local"       # where cases run (fuzzharness.engine.executor registry)
+    executor = "local"       # where cases run: "local" or "ray" (fuzzharness.engine.executor registry)
+    ray_address = ""         # with executor = "ray": a running cluster ("" = $RAY_ADDRESS or a private one)
+    rpc = { server = "127.0.0.1:9090" }   # run kernels on a TVM RPC device (default: here);
+                                          # or { tracker = "HOST:PORT", key = "android" }
     known_bugs = ""          # known-bugs file; "" = the packaged fuzzharness/known_bugs.toml
 
     [generation]
@@ -48,7 +51,7 @@ DEFAULT_TIME_BUDGET = 120.0
 MIN_MEMORY_MB = 512
 #: settings a resumed campaign may change: when to stop, how cases run, how they are reported
 RESUMABLE = frozenset({"time_budget", "max_cases", "workers", "timeout", "memory_mb",
-                       "executor", "known_bugs"})
+                       "executor", "known_bugs", "ray_address", "rpc"})
 
 
 class SettingsError(ValueError):
@@ -65,6 +68,10 @@ class CampaignSettings:
     memory_mb: int = 4096
     executor: str = "local"
     known_bugs: str = ""  # "" = the packaged file
+    ray_address: str = ""  # executor "ray": the cluster ("" = $RAY_ADDRESS, else a private one)
+    # A remote TVM RPC device that runs the kernels (fuzzharness.backends.rpc.RemoteDevice);
+    # {} = the local device.  Not part of any case: the same case runs anywhere.
+    rpc: dict[str, Any] = dataclasses.field(default_factory=dict)
     generation: GenSettings = dataclasses.field(default_factory=GenSettings)
 
     def to_dict(self) -> dict[str, Any]:
@@ -90,16 +97,32 @@ class CampaignSettings:
         if self.memory_mb < 0 or 0 < self.memory_mb < MIN_MEMORY_MB:
             raise SettingsError(f"memory_mb must be 0 (no limit) or ≥ {MIN_MEMORY_MB} "
                                 "(a worker needs ~300 MB to import TVM and compile)")
-        import fuzzharness.engine.pool  # noqa: F401  (registers "local")
-        from fuzzharness.engine.executor import executors
+        from fuzzharness.engine.executor import executors, register_builtin
 
+        register_builtin()
         try:
             executors[self.executor]
             self.generation.validate()
         except (KeyError, ValueError) as e:
             raise SettingsError(str(e)) from None
+        if self.executor == "ray":
+            from fuzzharness.engine.ray_executor import unavailable
+
+            if why := unavailable():
+                raise SettingsError(why)
         self._validate_target()
         return self
+
+    def remote_device(self):
+        """The checked :class:`~fuzzharness.backends.rpc.RemoteDevice` (None: run locally)."""
+        if not self.rpc:
+            return None
+        from fuzzharness.backends.rpc import RemoteDevice
+
+        try:
+            return RemoteDevice.from_dict({**self.rpc, "timeout": self.timeout})
+        except (TypeError, ValueError) as e:
+            raise SettingsError(str(e)) from None
 
     def _validate_target(self) -> None:
         from fuzzharness.backends import backends
@@ -111,13 +134,21 @@ class CampaignSettings:
             backend = backends[target["kind"]]
         except KeyError as e:
             raise SettingsError(str(e)) from None
+        if self.remote_device() is not None:  # runs there, not here
+            from fuzzharness.backends.rpc import unsupported
+
+            why = unsupported(target)
+            if why:
+                raise SettingsError(f"rpc: {why}")
+            return
         why = backend.unavailable(target)
         if why:
             raise SettingsError(f"target {target['kind']!r} cannot run here: {why}")
 
 
 _CAMPAIGN_TYPES = {"seed": int, "time_budget": (int, float), "max_cases": int, "workers": int,
-                   "timeout": (int, float), "memory_mb": int, "executor": str, "known_bugs": str}
+                   "timeout": (int, float), "memory_mb": int, "executor": str, "known_bugs": str,
+                   "ray_address": str, "rpc": dict}
 _GEN_TYPES = {"workloads": list, "dtypes": list, "primitives": list, "max_steps": int,
               "max_reduction": int, "exact_fraction": (int, float),
               "special_fraction": (int, float), "target": dict,

@@ -11,10 +11,11 @@ clock meanwhile (the setup has its own, generous limit: ``pool.SETUP_TIMEOUT``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 Notifier = Callable[[str, str, float], None]  # (event "begin"|"end", name, seconds)
@@ -41,6 +42,23 @@ def once(name: str, fn: Callable[[], Any]) -> Any:
         if _notify is not None:
             _notify("end", name, time.perf_counter() - t0)
     return _done[name]
+
+
+@contextlib.contextmanager
+def paused(name: str) -> Iterator[None]:
+    """Time spent inside is not charged to the case: the driver's clock pauses as for a setup.
+
+    For waits that are not the case's doing, e.g. a shared remote device that is busy with
+    another worker's case (:mod:`fuzzharness.backends.rpc`).  Bounded like a setup.
+    """
+    if _notify is not None:
+        _notify("begin", name, 0.0)
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        if _notify is not None:
+            _notify("end", name, time.perf_counter() - t0)
 
 
 def tensor_intrinsics() -> None:

@@ -97,7 +97,7 @@ def test_memory_limit_too_small_to_run_tvm(tmp_path):
     ("[campaign]\nworkers = \"two\"\n", "workers has the wrong type"),
     ("campaign = 3\n", "[campaign] must be a table"),
     ("[generation]\nprimitives = [\"split\", \"warp\"]\n", "unknown schedule primitive 'warp'"),
-    ("[campaign]\nexecutor = \"ray\"\n", "unknown executor 'ray'"),
+    ("[campaign]\nexecutor = \"dask\"\n", "unknown executor 'dask'"),
     ("[nightly]\nseed = 1\n", "unknown table(s) nightly"),
 ])
 def test_bad_settings_file(tmp_path, text, needle):

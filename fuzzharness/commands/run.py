@@ -4,7 +4,8 @@ DIR/results.sqlite.  Failures are grouped into buckets and matched against a kno
 
 Settings come from the embedded defaults, then --config FILE (TOML), then flags.
 --resume DIR continues a stored campaign with its stored settings; only the stopping rule,
-workers, timeout, memory, executor and known-bugs file may be changed then.
+workers, timeout, memory, executor (and Ray address), remote device and known-bugs file may
+be changed then.
 
 Exit status: 0 no new failures (every TVM finding is a known bug), 1 new failures,
 2 usage/configuration error.
@@ -37,7 +38,17 @@ def add_arguments(p) -> None:
     p.add_argument("--timeout", type=float, metavar="SECONDS", help="per-case timeout (default 30)")
     p.add_argument("--memory-mb", type=int, metavar="MB",
                    help="data-memory limit per worker (default 4096; 0 = none)")
-    p.add_argument("--executor", metavar="NAME", help="where cases run (default: local)")
+    p.add_argument("--executor", metavar="NAME",
+                   help="where cases run: local (default; worker processes here) or ray "
+                        "(actors on a Ray cluster: pip install 'tvm-fuzzharness[distributed]')")
+    p.add_argument("--ray-address", metavar="ADDR",
+                   help="with --executor ray: the cluster, e.g. HOST:6379 from `ray start --head` "
+                        "(default: $RAY_ADDRESS, else a private Ray instance on this machine)")
+    p.add_argument("--rpc-server", metavar="HOST:PORT",
+                   help="run kernels on the device of this TVM RPC server (built here, judged here)")
+    p.add_argument("--rpc-tracker", metavar="HOST:PORT",
+                   help="run kernels on a device of this TVM RPC tracker (with --rpc-key)")
+    p.add_argument("--rpc-key", metavar="KEY", help="device key on the RPC tracker (or server)")
     p.add_argument("--known-bugs", type=Path, metavar="FILE",
                    help="known-bugs TOML file (default: the packaged fuzzharness/known_bugs.toml)")
     p.add_argument("--out", type=Path, metavar="DIR",
@@ -97,9 +108,17 @@ def _run_overrides(args) -> dict:
     """Flags about how long and how the campaign runs (allowed on resume)."""
     over = {"time_budget": args.time_budget, "max_cases": args.max_cases,
             "workers": args.workers, "timeout": args.timeout, "memory_mb": args.memory_mb,
-            "executor": args.executor,
-            "known_bugs": str(args.known_bugs.resolve()) if args.known_bugs else None}
+            "executor": args.executor, "ray_address": args.ray_address,
+            "known_bugs": str(args.known_bugs.resolve()) if args.known_bugs else None,
+            "rpc": _rpc(args)}
     return {k: v for k, v in over.items() if v is not None}
+
+
+def _rpc(args) -> dict | None:
+    """The remote device named by --rpc-* flags (None: none named; the settings decide)."""
+    rpc = {k: v for k, v in {"server": args.rpc_server, "tracker": args.rpc_tracker,
+                             "key": args.rpc_key}.items() if v is not None}
+    return rpc or None
 
 
 def settings_from_args(args):
@@ -177,8 +196,11 @@ def main(args, argv) -> int:
         limit.append(f"{s.max_cases} cases")
     mini = (f"then ≤ {campaign.minimize_budget:g} s minimizing new buckets"
             if campaign.minimize_budget else "no minimization")
-    print(f"fuzzharness: seed {campaign.seed}, {s.workers} workers ({s.executor}), "
-          f"{' or '.join(limit)}, target {s.generation.target.get('kind')}, "
+    device = s.remote_device()
+    where = f" on {device.describe()}" if device is not None else ""
+    executor = s.executor + (f" at {s.ray_address}" if s.executor == "ray" and s.ray_address else "")
+    print(f"fuzzharness: seed {campaign.seed}, {s.workers} workers ({executor}), "
+          f"{' or '.join(limit)}, target {s.generation.target.get('kind')}{where}, "
           f"{len(campaign.known)} known bugs, {mini}, out {campaign.out}", file=sys.stderr)
     summary = campaign.run()
     print(format_summary(summary))

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
+import os
 import random
 import sys
 import time
@@ -28,6 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from fuzzharness.backends.rpc import ENV as RPC_ENV
 from fuzzharness.buckets import KnownBug, KnownBugs, Signature, signature
 from fuzzharness.engine import coverage
 from fuzzharness.engine.db import ResultsDB
@@ -195,9 +198,7 @@ class Campaign:
         executor = None
         try:
             if not nothing_left:
-                executor = make_executor(s.executor, ExecutorConfig(
-                    workers=s.workers, timeout=s.timeout, memory_mb=s.memory_mb,
-                    log_dir=self.out / "logs"))
+                executor = make_executor(s.executor, self._executor_config())
                 stop = (lambda: time.monotonic() >= deadline) if deadline else (lambda: False)
                 abandon = deadline + min(s.timeout, GRACE) if deadline else None
                 for r in executor.run(self._tasks(), should_stop=stop, abandon_at=abandon):
@@ -229,6 +230,19 @@ class Campaign:
             summary.minimized = after_campaign(self.out, self.minimize_budget,
                                                progress=self.show_progress)
         return summary
+
+    def _executor_config(self) -> ExecutorConfig:
+        """How the settings reach the executor; the remote device (if any) reaches the
+        workers as $FUZZHARNESS_RPC, and only from the settings (a stray variable in the
+        driver's environment must not send a local campaign's kernels elsewhere)."""
+        s = self.settings
+        env = {k: v for k, v in os.environ.items() if k != RPC_ENV}
+        device = s.remote_device()
+        if device is not None:
+            env[RPC_ENV] = json.dumps(device.to_dict())
+        return ExecutorConfig(workers=s.workers, timeout=s.timeout, memory_mb=s.memory_mb,
+                              log_dir=self.out / "logs", env=env,
+                              options={"ray_address": s.ray_address})
 
     def _store(self, r: TaskResult, sig: Signature | None) -> bool:
         return self.db.add_result(r.task["task"], r.case, r.verdict, elapsed=r.elapsed,

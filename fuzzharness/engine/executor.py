@@ -100,10 +100,16 @@ ExecutorFactory = Callable[[ExecutorConfig], Executor]
 executors: Registry[ExecutorFactory] = Registry("executor")
 
 
+def register_builtin() -> None:
+    """Register the executors that come with the harness (Ray itself is imported only when
+    the "ray" one is made)."""
+    import fuzzharness.engine.pool  # noqa: F401  (registers "local")
+    import fuzzharness.engine.ray_executor  # noqa: F401  (registers "ray")
+
+
 def make_executor(name: str, config: ExecutorConfig) -> Executor:
     """The executor registered as ``name`` (UnknownName lists the registered ones)."""
-    import fuzzharness.engine.pool  # noqa: F401  (registers "local")
-
+    register_builtin()
     return executors[name](config)
 
 

@@ -125,3 +125,13 @@ def protocol_verdict(problem: str, stage: str | Stage | None, log_tail: str) -> 
     return Verdict(Status.HARNESS_ERROR, _stage(stage),
                    message=f"worker protocol error: {problem}",
                    details={"log_tail": log_tail, "kind": "protocol"})
+
+
+def lost_verdict(problem: str) -> Verdict:
+    """The machinery running the task was lost (a cluster node or its actor died, twice).
+
+    Nothing is known about the case itself — not even which stage ran — so this is reported
+    as an infrastructure failure (``harness_error``, kind ``lost``), never as a TVM finding.
+    """
+    return Verdict(Status.HARNESS_ERROR, Stage.GENERATE, message=f"executor lost the task: {problem}",
+                   details={"kind": "lost"})

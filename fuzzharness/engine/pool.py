@@ -160,6 +160,16 @@ class WorkerPool(Executor):
         if self._sel.get_map() is not None:
             self._sel.close()
 
+    def start(self) -> None:
+        """Start a worker in every empty slot (``run`` does it too; they get ready meanwhile)."""
+        for slot in range(self.n):
+            if slot not in self._workers:
+                self._spawn(slot)
+
+    def pids(self) -> dict[int, int]:
+        """Slot → process id of the worker in it now (the one the next task there goes to)."""
+        return {slot: w.proc.pid for slot, w in self._workers.items()}
+
     # -- the loop ---------------------------------------------------------------------------
     def run(
         self,
@@ -174,9 +184,7 @@ class WorkerPool(Executor):
         """
         source = iter(tasks)
         exhausted = False
-        for slot in range(self.n):
-            if slot not in self._workers:
-                self._spawn(slot)
+        self.start()
 
         while True:
             # hand out work
