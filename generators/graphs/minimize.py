@@ -239,3 +239,32 @@ def _shape_variants(g: Graph, shapes) -> list[Graph]:
                     h.inputs[k]["shape"][axis] = x
                     out.append(h)
     return out
+
+
+# -- per-function traces, for a trace minimizer ------------------------------------------------------
+def function_traces(case: Case) -> dict[str, Any]:
+    """``{fused function name: its stored trace}`` (TVM ``Trace.as_json`` data).
+
+    A trace minimizer that works on ``case.trace`` (the minimizer engineer's ddmin over trace
+    instructions with their dependents) works on a graph case one function at a time::
+
+        for name, trace in function_traces(case).items():
+            smaller = <ddmin over trace>, each candidate = with_function_trace(case, name, t)
+    """
+    return {n: e.get("trace") for n, e in sorted(((case.schedule or {}).get("functions") or {}).items())}
+
+
+def with_function_trace(case: Case, name: str, trace: Any) -> Case:
+    """``case`` with function ``name``'s trace replaced (an empty trace drops the entry)."""
+    schedule = dict(case.schedule)
+    functions = dict(schedule.get("functions") or {})
+    if trace and trace[0]:
+        functions[name] = dict(functions[name], trace=trace)
+    else:
+        functions.pop(name, None)
+    schedule["functions"] = functions
+    if not functions and schedule.get("source") in ("graph:random", "graph:metaschedule"):
+        schedule["source"] = "graph:default"
+    origin = {k: v for k, v in case.origin.items() if k not in ("choices", "steps")}
+    origin.setdefault("minimized_from", case.origin.get("minimized_from") or case.id)
+    return case.replace(schedule=schedule, origin=origin)

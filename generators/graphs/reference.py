@@ -90,7 +90,7 @@ def input_scale(graph: Graph) -> float:
 
 
 def exact_capable(graph: Graph) -> bool:
-    return all(graph_ops[n.op].integer_exact for n in graph.nodes)
+    return all(graph_ops[n.op].exact_for(n.attrs) for n in graph.nodes)
 
 
 def int_max(graph: Graph) -> int:

@@ -50,6 +50,10 @@ class GraphOp:
     #: the Relax operators a node of this op emits (for statistics and bucket signatures)
     relax_ops: ClassVar[tuple[str, ...]] = ()
 
+    def exact_for(self, attrs: dict[str, Any]) -> bool:
+        """``integer_exact`` for one node (an attribute may break it, e.g. a pad value)."""
+        return self.integer_exact
+
     def draw(self, ctx: DrawContext) -> Node | None:
         raise NotImplementedError
 

@@ -187,6 +187,11 @@ class LayoutTransform(Movement):
     def magnitude(self, mags, shapes, attrs):
         return max(mags[0], abs(attrs.get("pad_value", 0.0)))
 
+    def exact_for(self, attrs) -> bool:
+        # a fractional pad value (-2.5) would put non-integers into the exact-integer mode,
+        # where the magnitude caps assume integers
+        return float(attrs.get("pad_value", 0.0)).is_integer()
+
 
 @register_op
 class Concat(Movement):
