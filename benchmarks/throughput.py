@@ -2,7 +2,9 @@
 
     python benchmarks/throughput.py [--cases 150] [--seed 1] [--workers 1,2] [--warmup 10]
 
-The stream: cases ``0 .. N-1`` of one campaign seed (default generation settings, llvm).
+The stream: cases ``0 .. N-1`` of one campaign seed (default generation settings, llvm,
+without whole-graph cases — the bare loop compiles single PrimFuncs; what the graph share
+costs a campaign is measured by ``benchmarks/graph_mix.py``).
 
 *bare*     one process, no isolation, no database, no oracle model: for each case, generate
            it, parse its workload, replay its trace, ``tvm.compile``, run on numpy inputs and
@@ -56,7 +58,7 @@ def bare_loop(seed: int, indices: range) -> tuple[float, dict[str, int]]:
     from oracles.numerics import numpy_dtype
     from oracles.program import Numerics
 
-    settings = GenSettings()
+    settings = GenSettings(graph_fraction=0.0)
     outcomes = {"ok": 0, "mismatch": 0, "error": 0}
     t0 = time.perf_counter()
     for i in indices:
@@ -86,8 +88,10 @@ def harness_run(seed: int, n: int, workers: int, out: Path) -> dict:
 
     from fuzzharness.engine.campaign import Campaign
     from fuzzharness.settings import CampaignSettings
+    from generators.cases import GenSettings
 
-    settings = CampaignSettings(seed=seed, time_budget=0.0, max_cases=n, workers=workers)
+    settings = CampaignSettings(seed=seed, time_budget=0.0, max_cases=n, workers=workers,
+                                generation=GenSettings(graph_fraction=0.0))
     t0 = time.perf_counter()
     summary = Campaign(out, settings, progress=False).run()
     wall = time.perf_counter() - t0
@@ -110,7 +114,7 @@ def interleaved(seed: int, n: int) -> tuple[float, float]:
     from fuzzharness.engine.tasks import run_task
     from generators.cases import GenSettings
 
-    gen = GenSettings().to_dict()
+    gen = GenSettings(graph_fraction=0.0).to_dict()
     bare = task = 0.0
     for i in range(n):
         t = time.perf_counter()

@@ -243,9 +243,19 @@ def signature(case: dict[str, Any] | None, verdict: Verdict) -> Signature | None
         site=str(d.get("site") or ""),
         workload=str(workload.get("name") or ""),
         dtype=str(dtype),
-        primitives=trace_primitives((case.get("schedule") or {}).get("trace")),
+        primitives=_primitives(case),
         facts=tuple(sorted(d.get("facts") or ())),
     )
+
+
+def _primitives(case: dict[str, Any]) -> tuple[str, ...]:
+    """The trace's primitives; for a graph case its operators and per-function schedules
+    (:func:`generators.graphs.spec.graph_primitives`)."""
+    if (case.get("workload") or {}).get("name") == "graph":
+        from generators.graphs.spec import graph_primitives
+
+        return graph_primitives(case)
+    return trace_primitives((case.get("schedule") or {}).get("trace"))
 
 
 # -- known bugs -----------------------------------------------------------------------------

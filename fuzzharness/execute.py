@@ -56,6 +56,7 @@ from fuzzharness.tvm_support import blame_tvm, is_schedule_error, replay_trace
 from fuzzharness.verdict import Stage, Status, Verdict
 
 StageCallback = Callable[[Stage], None]
+GRAPH_WORKLOAD = "graph"  # generators.graphs.spec.GRAPH_WORKLOAD: graph cases run elsewhere
 
 #: compiled unscheduled programs (see oracles.metamorphic), least recently used first
 _BASELINES: dict[tuple[str, str, str], Any] = {}
@@ -179,6 +180,10 @@ class Execution:
         from oracles.program import Numerics
 
         case = self.case
+        if case.workload_name == GRAPH_WORKLOAD:  # a whole Relax graph, not one PrimFunc
+            from fuzzharness.pipelines.relax import run_graph
+
+            return run_graph(self)
         outcome = Outcome(Verdict(Status.HARNESS_ERROR, Stage.GENERATE))
         try:
             with self.stage(Stage.GENERATE):

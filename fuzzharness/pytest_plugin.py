@@ -288,14 +288,16 @@ def plan_combinations(targets, workloads_filter, dtypes_filter):
 
     Returns ``(runnable, skipped, unavailable)``: two lists of triples and the reason per
     unavailable target.  Workloads per target are those a campaign on that target draws
-    (``GenSettings.workload_names``: default ones plus those ``for_target`` it), or the named
-    ones; dtypes are each workload's ``dtype_labels``.  Bad names are a usage error.
+    (``GenSettings.workload_names``: default ones plus those ``for_target`` it, plus the
+    whole-graph family ``graph`` when the settings mix graphs in), or the named ones; dtypes
+    are each workload's ``dtype_labels``.  Bad names are a usage error.
     """
     from fuzzharness.backends import backends
     from fuzzharness.engine.tasks import load_plugins
     from fuzzharness.errors import UsageError
     from fuzzharness.registry import UnknownName
     from generators.cases import TARGET_PRESETS, GenSettings
+    from generators.graphs.spec import GRAPH_WORKLOAD
     from generators.workloads import workloads
 
     try:
@@ -318,7 +320,10 @@ def plan_combinations(targets, workloads_filter, dtypes_filter):
         reason = backends[target["kind"]].unavailable(target)
         if reason:
             unavailable[name] = reason
-        for w in gen.workload_names():
+        names = gen.workload_names()
+        if gen.graphs_allowed() and GRAPH_WORKLOAD not in names:  # campaigns mix graphs in
+            names.append(GRAPH_WORKLOAD)
+        for w in names:
             for d in workloads[w].dtype_labels:
                 if dtypes_filter is None or d in dtypes_filter:
                     (skipped if reason else runnable).append((name, w, d))

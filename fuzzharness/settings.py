@@ -27,6 +27,7 @@ A TOML file has two optional tables whose keys are the field names below::
     metaschedule_fraction = 0.1   # schedules sampled from MetaSchedule design spaces
     option_fraction = 0.5         # cases with drawn mcpu / PassContext options
     known_bug_sites = false       # also propose where TVM is known to fail
+    graph_fraction = 0.2          # whole-graph (Relax) cases among unnamed workloads
 
 Every key is checked: an unknown key, a wrong type or an unknown workload/primitive/dtype/
 target/executor name is a :class:`SettingsError` (one line, exit code 2 at the CLI).
@@ -153,7 +154,7 @@ _GEN_TYPES = {"workloads": list, "dtypes": list, "primitives": list, "max_steps"
               "max_reduction": int, "exact_fraction": (int, float),
               "special_fraction": (int, float), "target": dict,
               "metaschedule_fraction": (int, float), "option_fraction": (int, float),
-              "known_bug_sites": bool}
+              "known_bug_sites": bool, "graph_fraction": (int, float)}
 
 
 def _checked(table: dict[str, Any], types: dict[str, Any], where: str) -> dict[str, Any]:

@@ -43,6 +43,9 @@ from generators.workloads import GenOptions, workloads
 from oracles.program import Numerics
 
 FLOAT_DISTRIBUTIONS = ("uniform", "normal", "cancellation", "wide_range")
+#: share of whole-graph cases in a default campaign (see draw_case; benchmarks/throughput.py
+#: measures what it costs)
+GRAPH_FRACTION = 0.2
 
 # ``--target NAME`` presets (a TOML ``generation.target`` table may give any target dict).
 TARGET_PRESETS: dict[str, dict[str, Any]] = {
@@ -71,6 +74,7 @@ class GenSettings:
     metaschedule_fraction: float = 0.1  # share of schedules sampled from MetaSchedule spaces
     option_fraction: float = 0.5  # share of cases with drawn compiler options
     known_bug_sites: bool = False  # also propose where TVM is known to fail (see primitives)
+    graph_fraction: float = GRAPH_FRACTION  # share of whole-graph (Relax) cases, see below
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -98,7 +102,8 @@ class GenSettings:
                 raise ValueError(f"unknown dtype {bad[0]!r}; known: {', '.join(sorted(known))}")
         if self.max_steps < 0 or self.max_reduction < 1:
             raise ValueError("max_steps must be ≥ 0 and max_reduction ≥ 1")
-        for name in ("exact_fraction", "metaschedule_fraction", "option_fraction"):
+        for name in ("exact_fraction", "metaschedule_fraction", "option_fraction",
+                     "graph_fraction"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"{name} must be between 0 and 1")
         from fuzzharness.backends import backends
@@ -119,6 +124,17 @@ class GenSettings:
             names = [n for n in names if set(workloads[n].dtype_labels) & set(self.dtypes)]
         return names
 
+    def graphs_allowed(self) -> bool:
+        """Whether graph cases are in the mix: named (``workloads`` includes ``graph``), or
+        by default with ``graph_fraction > 0`` — and the dtype filter leaves a graph dtype."""
+        from generators.graphs.spec import DTYPES, GRAPH_WORKLOAD
+
+        if self.dtypes is not None and not set(self.dtypes) & set(DTYPES):
+            return False
+        if self.workloads is None:
+            return self.graph_fraction > 0
+        return GRAPH_WORKLOAD in self.workloads
+
 
 def generate_case(seed: int, index: int, settings: GenSettings) -> Case:
     data = draws.for_case(seed, index)
@@ -128,8 +144,19 @@ def generate_case(seed: int, index: int, settings: GenSettings) -> Case:
 
 
 def draw_case(data: Any, settings: GenSettings) -> Case:
-    """Draw one case through ``data.draw`` (a ConjectureData or Hypothesis' ``st.data()``)."""
-    names = settings.workload_names()
+    """Draw one case through ``data.draw`` (a ConjectureData or Hypothesis' ``st.data()``).
+
+    Graph cases: when the settings allow both graphs and single-PrimFunc workloads, the first
+    draw decides (``graph_fraction``); with only one of them there is no such draw, so a
+    campaign restricted to named workloads generates the cases it always did.
+    """
+    from generators.graphs.cases import draw_graph_case
+    from generators.graphs.spec import GRAPH_WORKLOAD
+
+    names = [n for n in settings.workload_names() if n != GRAPH_WORKLOAD]
+    if settings.graphs_allowed():
+        if not names or draws.chance(data, settings.graph_fraction):
+            return draw_graph_case(data, settings)
     if not names:
         raise ValueError("the workload/dtype filters leave no workload to generate")
     wl_name = data.draw(st.sampled_from(names))

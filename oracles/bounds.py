@@ -78,6 +78,24 @@ terms).  For an operation computed in a dtype with unit roundoff ``u``::
                  + u·(|tanh x| + e'), e' = min(e_x, 2) (tanh is 1-Lipschitz).  Near 0 that is
                  far more than one ulp: TVM's formula cancels there (seen, left alone).
 
+    erf          TVM lowers ``erf`` to libm's ``erff`` (float32; narrower dtypes are cast to
+                 float32 by the program, e.g. ``gelu``).  erf is 2/√π-Lipschitz and bounded by 1:
+                 e' = min(2/√π·e_x, 2); the implementation adds r·(|erf x| + e') with r =
+                 :func:`oracles.numerics.func_rel` (within ``LIBM_ULPS`` float32 ulps, like
+                 ``expf``; measured ≤ 0.93 ulp over 8·10⁷ samples), plus 2·eta for a subnormal
+                 result (one subnormal ulp).
+
+Bilinear reductions of computed operands (:func:`bilinear`)
+-----------------------------------------------------------
+A matmul or convolution whose operands are themselves computed (``|x̂_i − x_i| ≤ e_x``,
+``|ŷ_i − y_i| ≤ e_y``) sums ``k`` products ``fl(x̂_i·ŷ_i)``.  One product is off by at most
+``E_i = e'_i + u·(|x_i y_i| + e'_i) + eta`` with ``e'_i = |x_i|·e_y + |y_i|·e_x + e_x·e_y``
+(the *mul* rule), and a sum of ``k`` computed terms by ``Σ E_i + γ_{k−1}·Σ(|t_i| + E_i)``
+(the *reduction* rule).  With ``A = Σ|x_i||y_i|`` and ``P = Σ e'_i`` — both bilinear forms
+evaluated in float64 by the caller's ``f`` (``f(|x|, e_y) + f(e_x, |y|) + f(e_x, e_y)``) — the
+total is ``P + u(A + P) + k·eta + γ_{k−1}·((1 + u)(A + P) + k·eta)``.  For exact operands
+(``P = 0``) that is at most the dot-product bound ``γ_k·A + (k + 1)·eta`` above.
+
 Any result whose magnitude plus bound exceeds the dtype's largest finite value may overflow:
 unbounded (inconclusive).  Integer dtypes have ``u = eta = 0``: every operation is exact.
 
@@ -360,6 +378,60 @@ def rsqrt(a: Approx, dtype: str) -> Approx:
         bad = lo <= 0
         err = np.where(bad, np.inf, err)
     return _finish(v, err, dtype, a.notes, "rsqrt of a value that cannot be told from 0", bad)
+
+
+def erf(a: Approx, dtype: str) -> Approx:
+    """``erf`` as libm's ``erff`` computes it (see the module docstring); ``dtype`` is the
+    dtype the program evaluates it in (float32 in every TVM lowering seen)."""
+    r = numerics.func_rel(dtype) + 2 * U64
+    with np.errstate(all="ignore"):
+        v = _erf64(a.value)
+        e0 = np.where(a.err == 0, 0.0, np.minimum(2.0 / math.sqrt(math.pi) * a.err, 2.0))
+        err = e0 + r * (np.abs(v) + e0) + 2 * _eta(dtype)
+    return _finish(v, err, dtype, a.notes)
+
+
+_ERF = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf64(x: np.ndarray) -> np.ndarray:
+    """erf in float64 (CPython's ``math.erf``: the C library's ``erf``, within an ulp)."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.asarray(_ERF(x), dtype=np.float64).reshape(x.shape)
+
+
+def bilinear(f, a: Approx, b: Approx, k: int, acc_dtype: str) -> Approx:
+    """``f(a, b)``: ``k`` products of computed operands per element, summed in ``acc_dtype``
+    in any order (see *Bilinear reductions* in the module docstring).
+
+    ``f`` is the bilinear form in float64 (``np.matmul``, a convolution); ``a`` and ``b``
+    must already be in ``acc_dtype`` as the program computes the products (a cast to a wider
+    dtype is exact, :func:`cast`).
+    """
+    with np.errstate(all="ignore"):
+        v = f(a.value, b.value)
+        abs_a, abs_b = np.abs(a.value), np.abs(b.value)
+        big_a = f(abs_a, abs_b)
+        if a.err.any() or b.err.any():
+            ea = np.broadcast_to(a.err, a.value.shape)
+            eb = np.broadcast_to(b.err, b.value.shape)
+            prop = f(abs_a, eb) + f(ea, abs_b) + f(ea, eb)
+        else:
+            prop = np.zeros(np.shape(v))
+    if numerics.is_int(acc_dtype):
+        return _finish(v, prop, acc_dtype, _notes(a, b))
+    u, eta = _u(acc_dtype), _eta(acc_dtype)
+    g = numerics.gamma(max(k - 1, 0), u)
+    with np.errstate(all="ignore"):
+        terms = (1 + u) * (big_a + prop) + k * eta
+        err = prop + u * (big_a + prop) + k * eta + (g * terms if np.isfinite(g) else np.inf)
+        partial_overflow = terms * (1 + (g if np.isfinite(g) else 1.0)) > _max(acc_dtype)
+        err = np.where(partial_overflow, np.inf, err)
+    if not np.isfinite(g):
+        return _finish(v, err, acc_dtype, _notes(a, b),
+                       f"n·u = {k - 1}·u({acc_dtype}) ≥ 1: the {acc_dtype} error model says nothing",
+                       True)
+    return _finish(v, err, acc_dtype, _notes(a, b), "a partial sum may overflow", partial_overflow)
 
 
 def _axes(a: np.ndarray, axis) -> tuple[int, ...]:

@@ -191,7 +191,13 @@ def test_trace_primitives_name_the_schedule_methods_applied():
             assert blame_tvm(e), e
             continue
         checked += 1
-        got = set(trace_primitives(case.trace))
+        if case.workload_name == "graph":  # its primitives: ops + each fused function's trace
+            from generators.graphs.spec import graph_primitives
+
+            got = set(graph_primitives(case.to_dict()))
+            methods |= {str(n["op"]) for n in case.params["nodes"]} | {"convert_layout", "dlight"}
+        else:
+            got = set(trace_primitives(case.trace))
         applied = {c for s in case.origin["steps"] if s["outcome"] == "accepted"
                    for c in s.get("calls", []) if not c.startswith("sample_")}  # draws, not transforms
         if applied & {"annotate", "unannotate"}:  # named after the annotation key in buckets

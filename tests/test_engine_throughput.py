@@ -15,7 +15,7 @@ from generators.workloads import workloads
 
 
 def test_a_case_parses_its_program_once_and_scheduling_never_mutates_it():
-    gen = GenSettings()
+    gen = GenSettings(graph_fraction=0.0)  # single-PrimFunc cases: graph cases parse no TVMScript
     for i in range(10):
         case = generate_case(9, i, gen)  # the stream a campaign of seed 9 runs
         source = workloads[case.workload_name].source(case.params)

@@ -54,7 +54,8 @@ def llvm_combos() -> int:
     from generators.cases import GenSettings
     from generators.workloads import workloads
 
-    return sum(len(workloads[w].dtype_labels) for w in GenSettings().workload_names())
+    graphs = len(workloads["graph"].dtype_labels)  # campaigns mix whole-graph cases in
+    return sum(len(workloads[w].dtype_labels) for w in GenSettings().workload_names()) + graphs
 
 
 def test_plain_pytest_deselects_and_imports_nothing(tmp_path):
@@ -147,7 +148,7 @@ def test_profiles_and_usage_errors(tmp_path):
     ids = re.findall(r"::test_case\[llvm-(\w+)-([\w-]+)-\d+\]", few.stdout)
     from generators.workloads import workloads
 
-    expected = {(w, d) for w in workloads.names() if workloads[w].default
+    expected = {(w, d) for w in workloads.names() if workloads[w].default or w == "graph"
                 for d in workloads[w].dtype_labels}
     assert set(ids) == expected and len(ids) == len(expected), few.stdout
     for args, needle in [(["--fuzz-profile", "nope"], "no profile 'nope'"),

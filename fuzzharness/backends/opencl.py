@@ -73,6 +73,12 @@ def _np_dtype(dtype: str) -> np.dtype:
     return np.dtype(numpy_dtype(dtype))
 
 
+def _split_lanes(dtype: str) -> tuple[str, int]:
+    """``("float32", 4)`` for a vector dtype ``float32x4``; ``(dtype, 1)`` for a scalar one."""
+    m = re.fullmatch(r"(.+?)x(\d+)", str(dtype))
+    return (m.group(1), int(m.group(2))) if m else (str(dtype), 1)
+
+
 def needs_fp16(source: str) -> bool:
     return bool(re.search(r"\bhalf\d*\b|cl_khr_fp16", source))
 
@@ -230,10 +236,11 @@ class _Memory:
     def temp(self, t):
         from fuzzharness.execute import poison
 
-        dtype = _np_dtype(t.dtype)
+        scalar, lanes = _split_lanes(t.dtype)  # a vector temp (float32x4) holds lanes × elements
+        dtype = _np_dtype(scalar)
         if t.texture is not None:
             return self.image(t.texture, poison(t.texture.shape_dhwc, dtype))
-        return self.buffer(poison((t.elements,), dtype))
+        return self.buffer(poison((t.elements * lanes,), dtype))
 
     def read(self, spec, mem, like: np.ndarray) -> np.ndarray:
         cl = self.cl

@@ -26,7 +26,7 @@ HELP = "run a fuzz campaign"
 MINIMIZE_BUDGET = 120.0
 MINIMIZE_BUDGET_ENV = "FUZZHARNESS_MINIMIZE_BUDGET"
 _GENERATION_FLAGS = ("workloads", "dtypes", "primitives", "max_steps", "target", "seed",
-                     "config")
+                     "config", "graph_fraction")
 
 
 def add_arguments(p) -> None:
@@ -60,6 +60,10 @@ def add_arguments(p) -> None:
     p.add_argument("--dtypes", help="comma-separated dtype labels (default: all)")
     p.add_argument("--primitives", help="comma-separated schedule primitives (default: all)")
     p.add_argument("--max-steps", type=int, metavar="N", help="max schedule steps per case")
+    p.add_argument("--graph-fraction", type=float, metavar="P",
+                   help="share of whole-graph (Relax) cases when the workloads are not named "
+                        "(default 0.2; 0 = single-PrimFunc cases only; --workloads graph: "
+                        "graphs only)")
     p.add_argument("--target", metavar="NAME|JSON",
                    help="target preset: llvm (default), cuda (nvcc compile; runs on a GPU host), "
                         "opencl or adreno (run by pyopencl on an OpenCL CPU runtime); "
@@ -139,7 +143,7 @@ def settings_from_args(args):
     gen = {k: v for k, v in {
         "workloads": _csv(args.workloads), "dtypes": _csv(args.dtypes),
         "primitives": _csv(args.primitives), "max_steps": args.max_steps,
-        "target": _target(args.target),
+        "target": _target(args.target), "graph_fraction": args.graph_fraction,
     }.items() if v is not None}
     return dataclasses.replace(s, generation=dataclasses.replace(s.generation, **gen))
 

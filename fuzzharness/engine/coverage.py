@@ -16,8 +16,9 @@ Axes and what the columns count:
 ``call``       ``s_tir.Schedule`` methods applied by accepted steps (a step is often an idiom:
                ``cache_read`` + ``compute_at``), MetaSchedule's included: ``accepted`` calls,
                ``compiled`` / ``verdict`` cases
-``workload``, ``dtype``, ``workload/dtype``, ``source`` (random / metaschedule), ``option``
-               (each compiler-option label; ``default`` for cases without any): cases;
+``workload``, ``dtype``, ``workload/dtype``, ``source`` (random / metaschedule, or a graph
+               case's mode), ``option`` (each compiler-option label; ``default`` for cases
+               without any), ``graph_op`` (each operator of a graph case): cases;
                ``drawn`` = ``proposed`` = generated, ``accepted`` = schedule not rejected
 
 ``compiled``: the case got past lowering, code generation and build (its verdict's stage is
@@ -78,6 +79,7 @@ def compute(rows: Iterable[tuple[str, str, str | None]]) -> list[Row]:
         per_case = [("workload", workload), ("dtype", dtype), ("workload/dtype", f"{workload}/{dtype}"),
                     ("source", (case.get("schedule") or {}).get("source", "?"))]
         per_case += [("option", o) for o in origin.get("options") or ["default"]]
+        per_case += [("graph_op", op) for op in origin.get("ops") or []]  # graph cases
         for axis, value in per_case:
             add(axis, value, 1, 1, accepted, compiled, judged)
         used: set[tuple[str, str]] = set()
@@ -131,7 +133,7 @@ def format_table(rows: list[Row], *, calls_per_line: int = 4) -> str:
         cells = [f"{v} {a} ({c}/{j})" for _, v, _, _, a, c, j in by_axis["call"]]
         for i in range(0, len(cells), calls_per_line):
             lines.append("  " + ", ".join(cells[i:i + calls_per_line]))
-    for axis in ("workload/dtype", "source", "option"):
+    for axis in ("workload/dtype", "source", "option", "graph_op"):
         if by_axis.get(axis):
             lines.append(f"coverage: {axis} (cases generated / schedule accepted / compiled / judged)")
             cells = [f"{v} {d}/{a}/{c}/{j}" for _, v, d, _, a, c, j in by_axis[axis]]

@@ -5,7 +5,10 @@ than a ScheduleError):
 
 * ``blockize([b])`` with a single block: "A SeqStmt of length 1 is prohibited";
 * ``blockize([b1, b2])`` for siblings under a loop (e.g. after compute_at): "Cannot find the
-  BlockRealize of block outer_...".
+  BlockRealize of block outer_...";
+* ``blockize(loop)`` of an int64 loop that does not start at 0 (a ``loop_partition`` piece of
+  a Relax-legalized function, whose loops are int64): "The dtype of the extent of an IterVar
+  (int32) must match its associated Var's dtype (int64)".
 
 Lists of consecutive top-level blocks (their loop nests side by side under the root) work and
 are proposed.
@@ -63,7 +66,17 @@ class Blockize(Primitive):
         if block is None:
             return None
         loops = state.loops(block)
+        if not state.options.known_bug_sites:
+            loops = [lp for lp in loops if not _int64_offset(state.sch.get(lp))]
         if not loops:
             return None
         loop = state.draw(st.sampled_from(loops))
         return lambda: state.sch.blockize(loop, preserve_unit_iters=preserve)
+
+
+def _int64_offset(loop) -> bool:
+    """An int64 loop whose range does not start at 0 (see the module docstring)."""
+    from tvm import tirx
+
+    return (str(loop.loop_var.ty) == "int64"
+            and not (isinstance(loop.min, tirx.IntImm) and int(loop.min.value) == 0))

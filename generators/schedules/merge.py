@@ -1,4 +1,13 @@
-"""merge: loops of different blocks with equal extents become one loop (the blocks' nests fuse)."""
+"""merge: loops of different blocks with equal extents become one loop (the blocks' nests fuse).
+
+Known TVM bug, not proposed unless ``known_bug_sites``: ``merge`` does not check data
+dependences.  Merging a consumer's loop *before* its producer's (``merge(l_consumer,
+l_producer)``) is accepted and keeps that order inside the merged loop, so the consumer
+reads the intermediate before it is written (wrong results / nan; ``known_bugs.toml``
+``merge-ignores-dependences``).  Without ``known_bug_sites`` the first loop belongs to the
+block that comes first in the program (a producer before its consumers).  Block names decide
+nothing here: Relax-legalized functions name consumers ``T_add`` before producers ``compute``.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +26,9 @@ class Merge(Primitive):
         names = state.block_names()
         if len(names) < 2:
             return None
+        if not state.options.known_bug_sites:  # program order: see the module docstring
+            order = {n: i for i, n in enumerate(state.facts.blocks)}
+            names = sorted(names, key=lambda n: order[n])
         nests = {n: state.loops(state.sch.get_sblock(n)) for n in names}
         sites = []  # (block a, block b, depth): distinct loops with equal extents down to depth
         for ai, a in enumerate(names):

@@ -20,3 +20,6 @@ from generators.workloads import (  # noqa: F401
 from generators.workloads.base import GenOptions, TensorSpec, Workload, workloads
 
 __all__ = ["GenOptions", "TensorSpec", "Workload", "workloads"]
+
+# The Relax graph family, registered last: its operators build on the workload modules above.
+import generators.graphs.workload  # noqa: E402, F401

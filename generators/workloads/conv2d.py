@@ -42,15 +42,20 @@ def out_extent(size: int, k: int, stride: int, pad: int, dilation: int) -> int:
     return (size + 2 * pad - dilation * (k - 1) - 1) // stride + 1
 
 
-def windows(x: np.ndarray, kh: int, kw: int, stride: int, dilation: int, oh: int, ow: int) -> np.ndarray:
-    """(N, OH, OW, KH, KW, C) windows of a padded NHWC float64 array."""
+def windows(x: np.ndarray, kh: int, kw: int, stride, dilation, oh: int, ow: int) -> np.ndarray:
+    """(N, OH, OW, KH, KW, C) windows of a padded NHWC float64 array.
+
+    ``stride`` and ``dilation`` are one int for both axes or an ``(h, w)`` pair.
+    """
+    sh, sw = (stride, stride) if isinstance(stride, int) else stride
+    dh, dw = (dilation, dilation) if isinstance(dilation, int) else dilation
     n, _, _, c = x.shape
     out = np.empty((n, oh, ow, kh, kw, c))
     for r in range(kh):
         for s in range(kw):
-            h0, w0 = r * dilation, s * dilation
-            out[:, :, :, r, s, :] = x[:, h0:h0 + stride * (oh - 1) + 1:stride,
-                                      w0:w0 + stride * (ow - 1) + 1:stride, :]
+            h0, w0 = r * dh, s * dw
+            out[:, :, :, r, s, :] = x[:, h0:h0 + sh * (oh - 1) + 1:sh,
+                                      w0:w0 + sw * (ow - 1) + 1:sw, :]
     return out
 
 

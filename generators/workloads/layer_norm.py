@@ -99,15 +99,34 @@ def main(X: {buf(shape, din)}, gamma: {buf((N,), din)}, beta: {buf((N,), din)}, 
 
     def reference(self, p, inputs, numerics_):
         din, ct, dout = DTYPE_LABELS[p["dtype"]]
-        x = bounds.cast(Approx.exact(as_f64(inputs["X"]), din), ct)
-        gamma = bounds.cast(Approx.exact(as_f64(inputs["gamma"]), din), ct)
-        beta = bounds.cast(Approx.exact(as_f64(inputs["beta"]), din), ct)
-        n = bounds.const(p["N"], ct)
-        msum = bounds.reduce_sum(x, -1, numerics_.accumulation_dtype("mean"), keepdims=True)
-        mu = bounds.div(msum, n, ct)
-        d = bounds.sub(x, mu, ct)
-        vsum = bounds.reduce_sum(bounds.mul(d, d, ct), -1, numerics_.accumulation_dtype("var"),
-                                 keepdims=True)
-        r = bounds.rsqrt(bounds.add(bounds.div(vsum, n, ct), bounds.const(EPS, ct), ct), ct)
-        y = bounds.add(bounds.mul(bounds.mul(d, r, ct), gamma, ct), beta, ct)
+        x = Approx.exact(as_f64(inputs["X"]), din)
+        gamma = Approx.exact(as_f64(inputs["gamma"]), din)
+        beta = Approx.exact(as_f64(inputs["beta"]), din)
+        y = layer_norm_bound(x, gamma, beta, -1, stat=ct, affine=ct, eps=EPS,
+                             acc_mean=numerics_.accumulation_dtype("mean"),
+                             acc_var=numerics_.accumulation_dtype("var"))
         return {"Y": bounds.to_expected(y, dout, "layer_norm")}
+
+
+def layer_norm_bound(x: Approx, gamma: Approx, beta: Approx, axes, *, stat: str, affine: str,
+                     eps: float, acc_mean: str, acc_var: str) -> Approx:
+    """Layer norm of ``x`` over ``axes`` by the two-pass formula: the statistics and the
+    normalisation ``(x − μ) · rsqrt(σ² + eps)`` in ``stat`` (sums accumulated in ``acc_mean``
+    and ``acc_var``; the element count and ``eps`` literals of ``stat``), then ``· gamma +
+    beta`` in ``affine`` (the normalised value cast to it).  Shared with the graph operator
+    (:mod:`generators.graphs.ops.layer_norm`): TVM's legalization computes the statistics in
+    float32 and the affine part in the graph dtype."""
+    axes = tuple(axes) if isinstance(axes, tuple | list) else (axes,)
+    xs = bounds.cast(x, stat)
+    count = 1
+    for a in axes:
+        count *= x.value.shape[a]
+    n = bounds.const(count, stat)
+    msum = bounds.reduce_sum(xs, axes, acc_mean, keepdims=True)
+    mu = bounds.div(msum, n, stat)
+    d = bounds.sub(xs, mu, stat)
+    vsum = bounds.reduce_sum(bounds.mul(d, d, stat), axes, acc_var, keepdims=True)
+    r = bounds.rsqrt(bounds.add(bounds.div(vsum, n, stat), bounds.const(eps, stat), stat), stat)
+    z = bounds.cast(bounds.mul(d, r, stat), affine)
+    return bounds.add(bounds.mul(z, bounds.cast(gamma, affine), affine),
+                      bounds.cast(beta, affine), affine)

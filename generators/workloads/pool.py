@@ -187,11 +187,15 @@ def main(I: {buf(ishape, din)}, O: {buf(oshape, dout)}):
         if p["count_include_pad"]:
             count = bounds.const(k, acc)
         else:
-            pad, s = p["pad"], p["stride"]
-            oh, ow = np.arange(self._oh(p)), np.arange(self._ow(p))
-            ch = np.minimum(oh * s - pad + p["KH"], p["H"]) - np.maximum(oh * s - pad, 0)
-            cw = np.minimum(ow * s - pad + p["KW"], p["W"]) - np.maximum(ow * s - pad, 0)
-            cnt = (ch[:, None] * cw[None, :]).astype(np.float64)
-            cnt = cnt[None, None] if p["layout"] == "NCHW" else cnt[None, :, :, None]
-            count = bounds.cast(Approx.exact(cnt, "int32"), acc)
+            count = bounds.cast(Approx.exact(self.real_counts(p), "int32"), acc)
         return {"O": bounds.to_expected(bounds.div(sums, count, acc), dout, "avg_pool")}
+
+    def real_counts(self, p) -> np.ndarray:
+        """Per output position, how many window elements are real (not padding), float64,
+        shaped to broadcast against the output in ``p["layout"]``."""
+        pad, s = p["pad"], p["stride"]
+        oh, ow = np.arange(self._oh(p)), np.arange(self._ow(p))
+        ch = np.minimum(oh * s - pad + p["KH"], p["H"]) - np.maximum(oh * s - pad, 0)
+        cw = np.minimum(ow * s - pad + p["KW"], p["W"]) - np.maximum(ow * s - pad, 0)
+        cnt = (ch[:, None] * cw[None, :]).astype(np.float64)
+        return cnt[None, None] if p["layout"] == "NCHW" else cnt[None, :, :, None]

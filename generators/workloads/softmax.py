@@ -102,11 +102,20 @@ def main(X: {buf(shape, din)}, Y: {buf(shape, dout)}):
 
     def reference(self, p, inputs, numerics_):
         din, ct, dout = DTYPE_LABELS[p["dtype"]]
-        md = minmax_dtype(ct)
         x = bounds.cast(Approx.exact(as_f64(inputs["X"]), din), ct)
-        m = np.maximum(x.value.max(axis=-1, keepdims=True), lowest_value(md))
-        mx = bounds.cast(Approx.exact(m, md), ct)  # exact: m is a value of the compute dtype
-        e = bounds.exp(bounds.sub(x, mx, ct), ct)
-        s = bounds.reduce_sum(e, -1, numerics_.accumulation_dtype("sum"), keepdims=True)
-        y = bounds.div(e, s, ct)
+        y = softmax_bound(x, -1, ct, numerics_.accumulation_dtype("sum"), minmax_dtype(ct))
         return {"Y": bounds.to_expected(y, dout, "softmax")}
+
+
+def softmax_bound(x: Approx, axis: int, compute: str, acc: str, minmax: str) -> Approx:
+    """Softmax of ``x`` (already in ``compute``) along ``axis``, by the program's formula:
+    the maximum in ``minmax`` starting from its lowest finite value (exact, 1-Lipschitz: it
+    carries the largest error of its row), ``exp(x − max)`` and the division in ``compute``,
+    the sum accumulated in ``acc``.  Shared with the graph operator
+    (:mod:`generators.graphs.ops.softmax`), whose legalization is this formula."""
+    m = bounds.reduce_max(x, axis, keepdims=True)
+    m = Approx(np.maximum(m.value, lowest_value(minmax)), m.err, minmax, m.notes)
+    mx = bounds.cast(m, compute)  # exact: m is a value of the compute dtype
+    e = bounds.exp(bounds.sub(x, mx, compute), compute)
+    s = bounds.reduce_sum(e, axis, acc, keepdims=True)
+    return bounds.div(e, s, compute)
