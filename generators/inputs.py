@@ -13,6 +13,7 @@ Distributions (registered by name; the case stores the name and the seed):
 ``cancellation``  mixed signs in near-cancelling pairs: x and −x·(1 + small), so sums cancel
 ``wide_range``    log-uniform magnitudes over 2^-12·scale … scale, random signs
 ``small_ints``    integers in [−int_max, int_max] — the exact-integer mode (oracle ``exact``)
+``ones``, ``tiny_ints``  (the minimizer's, never drawn) all ones; integers in [−4, 4]
 ``special_values`` uniform, with 1 to 3 elements per input replaced by the IEEE special
                   values the input allows (``InputSpec.specials``: inf, −inf, nan) — judged with
                   IEEE semantics where the reference is not finite
@@ -49,7 +50,7 @@ class InputSpec:
 Distribution = Callable[[np.random.Generator, InputSpec], np.ndarray]
 distributions: Registry[Distribution] = Registry("input distribution")
 
-EXACT_DISTRIBUTIONS = frozenset({"small_ints"})
+EXACT_DISTRIBUTIONS = frozenset({"small_ints"})  # drawn by generation; see also tiny_ints
 
 
 @distributions.register("uniform")
@@ -119,3 +120,18 @@ def make_inputs(specs: list[InputSpec], distribution: str, seed: int) -> dict[st
 @distributions.register("ones")
 def ones(rng: np.random.Generator, spec: InputSpec) -> np.ndarray:  # noqa: ARG001
     return np.ones(spec.shape)
+
+
+#: the largest magnitude of ``tiny_ints``: values a maintainer reads at a glance
+TINY_INT = 4
+
+
+# The minimizer's next-simplest inputs, after ``ones``: integers in [−4, 4] (or ±int_max when
+# that is smaller), so a repro shows "got -0.75, reference 0" rather than seven-digit values.
+# Never drawn by generation, like ``ones``; exact-integer mode, like ``small_ints``.
+@distributions.register("tiny_ints")
+def tiny_ints(rng: np.random.Generator, spec: InputSpec) -> np.ndarray:
+    if spec.int_max <= 0:
+        raise ValueError(f"input {spec.name}: exact-integer mode unavailable for this case")
+    m = min(spec.int_max, TINY_INT)
+    return rng.integers(-m, m, spec.shape, endpoint=True).astype(np.float64)

@@ -217,6 +217,45 @@ def test_repro_script_reproduces_and_says_fixed_when_fixed(tmp_path):
     assert again.exit_code == 0, again.output
 
 
+def test_minimize_command_shrinks_a_graph_case_into_a_verified_relax_repro(tmp_path):
+    """The campaign minimizer on a graph case: per-function trace ddmin, then the graph
+    passes; the repro is Relax TVMScript, verified in a fresh process; the issue says Relax."""
+    import copy
+
+    from tests.conftest import ROOT, run_cli
+
+    g = copy.deepcopy(MODEL)
+    g["nodes"][2]["op"] = "test_wrong_relu"  # fused with the conv2d and the bias add
+    case = graph_case(g, source="graph:random", functions=_drawn_schedules_for(g))
+    assert sum(len(e["trace"][0]) for e in case.schedule["functions"].values()) >= 5
+    (tmp_path / "case.json").write_text(case.to_json())
+    env = dict(os.environ, FUZZHARNESS_PLUGINS="tests.plugins.wrong_graph_ops",
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    r = run_cli("minimize", tmp_path / "case.json", "--budget", "60", "--no-triage",
+                "--workers", "2", "--out", tmp_path / "repros", env=env)
+    assert r.returncode == 1 and "1 verified repro" in r.stdout, r.stdout + r.stderr
+    (d,) = (tmp_path / "repros").iterdir()
+    small = Case.from_json((d / "case.json").read_text())
+    assert [n["op"] for n in small.params["nodes"]] == ["test_wrong_relu"]
+    assert not small.schedule.get("functions")  # the traces have nothing to do with the bug
+    assert small.inputs["distribution"] == "tiny_ints" and small.oracle["mode"] == "exact"
+    script = (d / "repro.py").read_text()
+    assert "@I.ir_module" in script and "R.nn.leakyrelu" in script
+    issue = (d / "issue.md").read_text()
+    assert issue.splitlines()[1].startswith("# [Bug] [Relax] Wrong result"), issue[:300]
+    assert "R.nn.leakyrelu" in issue and "lowering passes: not probed" in issue
+
+
+def _drawn_schedules_for(graph: dict) -> dict:
+    from generators.cases import GenSettings
+    from generators.graphs.cases import draw_function_schedules
+
+    data = draws.for_case(2, 0, purpose="graph-test-schedules")
+    functions, _ = draw_function_schedules(Graph.from_dict(graph), {"kind": "llvm"}, None,
+                                           "graph:random", data, GenSettings())
+    return functions
+
+
 # -- compilation modes -----------------------------------------------------------------------------
 MODEL = {
     "dtype": "float32",

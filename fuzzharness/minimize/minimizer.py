@@ -11,7 +11,10 @@ Order (each phase stops at the deadline; the best case so far is always kept):
    budget, because it runs one candidate at a time);
 3. the case passes of :mod:`fuzzharness.minimize.passes` — trace ddmin, decisions and
    factors, workload parameters, inputs, compiler options — repeated until a whole round
-   changes nothing.  Their candidates run in batches, one per worker.
+   changes nothing.  Their candidates run in batches, one per worker.  A Relax graph case
+   (:mod:`generators.graphs`) gets the graph's own passes instead of the single-trace ones:
+   ddmin over each fused function's trace, then :func:`generators.graphs.minimize.propose`
+   (drop outputs and nodes, plainer attributes, smaller shapes, a simpler mode).
 
 The interestingness predicate is :class:`~fuzzharness.minimize.predicate.SameBug` on the
 bucket signature of the original failure.  A failure raised while the schedule was being
@@ -28,7 +31,7 @@ from typing import Any
 
 from fuzzharness.buckets import Signature
 from fuzzharness.case import Case
-from fuzzharness.minimize import passes, trace_edit
+from fuzzharness.minimize import passes
 from fuzzharness.minimize.evaluator import Evaluator
 from fuzzharness.minimize.predicate import SameBug
 from fuzzharness.verdict import Verdict
@@ -59,13 +62,15 @@ class MinimizeResult:
 
     @property
     def original_length(self) -> int:
-        if self.original is not None:
-            return trace_edit.length(self.original.trace)
-        return -1
+        return passes.size(self.original) if self.original is not None else -1
 
     @property
     def length(self) -> int:
-        return trace_edit.length(self.case.trace) if self.case is not None else -1
+        return passes.size(self.case) if self.case is not None else -1
+
+    @property
+    def unit(self) -> str:
+        return passes.size_unit(self.original or self.case)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -78,6 +83,7 @@ class MinimizeResult:
             "case_id": self.case.id if self.case else None,
             "original_length": self.original_length,
             "length": self.length,
+            "unit": self.unit,
             "seconds": round(self.seconds, 2),
             "runs": self.runs,
             "phases": self.phases,
@@ -103,7 +109,7 @@ def minimize(case: Case | None, verdict: Verdict | None, target: Signature, *,
     with Evaluator(predicate, workers=workers, timeout=timeout, memory_mb=memory_mb,
                    deadline=deadline) as ev:
         if case is not None:
-            say(f"confirming the original ({trace_edit.length(case.trace)} trace instructions)")
+            say(f"confirming the original ({passes.size(case)} {passes.size_unit(case)})")
             tries = [ev.verdicts([case])[0]]
             while not ev.is_interesting(case, tries[-1]) and len(tries) < CONFIRM_TRIES:
                 tries.append(ev.rerun(case))  # a flaky crash may need another go
@@ -153,10 +159,10 @@ def _hypothesis_phase(result, case, seq, gen_settings, ev, predicate, deadline, 
     last = {"at": 0.0, "what": None}
 
     def on_improve(r) -> None:  # at most one line per 2 s, and only when something shrank
-        n = trace_edit.length(r.case.trace) if r.case is not None else 0
+        n = passes.size(r.case) if r.case is not None else 0
         what = (len(r.choices), n)
         if what != last["what"] and time.monotonic() - last["at"] >= 2.0:
-            say(f"hypothesis: {len(r.choices)} choices, trace {n} ({r.calls} tried)")
+            say(f"hypothesis: {len(r.choices)} choices, size {n} ({r.calls} tried)")
             last.update(at=time.monotonic(), what=what)
 
     saved = ev.deadline
@@ -183,31 +189,40 @@ def _hypothesis_phase(result, case, seq, gen_settings, ev, predicate, deadline, 
 
 
 def _case_passes(result: MinimizeResult, case: Case, ev: Evaluator, say: Progress) -> Case:
+    from generators.graphs import minimize as graph_minimize
+
     def first(cands: list[Case]) -> Case | None:
         hit = ev.first_interesting(cands)
         return hit[1] if hit else None
 
     stop = ev.out_of_time
+    graph = graph_minimize.is_graph_case(case)
     fix = passes.replay_fixer(result.target.stage)
+    case_passes = ((("graph", graph_minimize.propose),) if graph else
+                   (("decisions", passes.propose_decisions),)) + (
+        ("params", passes.propose_params),
+        ("inputs", passes.propose_inputs),
+        ("options", passes.propose_options))
     seen: set[str] = set()
     rounds = 0
     while not stop():
         rounds += 1
         before = case.id
-        n0 = trace_edit.length(case.trace)
-        case = passes.minimize_trace(case, first, stop, fix)
-        say(f"trace: {n0} → {trace_edit.length(case.trace)} instructions "
+        n0 = passes.size(case)
+        if graph:
+            case = passes.minimize_function_traces(case, first, stop)
+        else:
+            case = passes.minimize_trace(case, first, stop, fix)
+        say(f"trace: {n0} → {passes.size(case)} {passes.size_unit(case)} "
             f"({ev.runs} runs, {ev.time_left():.0f} s left)")
-        for name, propose in (("decisions", passes.propose_decisions),
-                              ("params", passes.propose_params),
-                              ("inputs", passes.propose_inputs),
-                              ("options", passes.propose_options)):
+        for name, propose in case_passes:
             new = passes.greedy(case, propose, first, stop, seen)
             if new.id != case.id:
-                say(f"{name}: simplified ({ev.runs} runs, {ev.time_left():.0f} s left)")
+                say(f"{name}: simplified to {passes.size(new)} {passes.size_unit(new)} "
+                    f"({ev.runs} runs, {ev.time_left():.0f} s left)")
             case = new
         if case.id == before:
             break
-    result.phases.append(f"passes: {rounds} rounds, trace {result.original_length} → "
-                         f"{trace_edit.length(case.trace)}")
+    result.phases.append(f"passes: {rounds} rounds, {passes.size_unit(case)} "
+                         f"{result.original_length} → {passes.size(case)}")
     return case

@@ -14,8 +14,8 @@ input specs and dtype labels, never a hard-coded list — and never makes a case
 ``params``     workload parameters: integers toward 1 (1, 2, 3, v/4, v/2, 3v/4, v−1 — the
                smallest interesting one wins), integer lists element-wise, the dtype label
                toward ``float32``; validity is checked by building and running the candidate
-``inputs``     all-ones inputs with the exact-integer oracle (bitwise equality), then small
-               integers, then ones with the error-bound oracle, then seed 0
+``inputs``     all-ones inputs with the exact-integer oracle (bitwise equality), then tiny
+               integers (|x| ≤ 4), then small integers, then ones with the error-bound oracle, then seed 0
 ``options``    target without ``mcpu``/``mattr``; PassContext config empty, then key by key
 
 A case edited here keeps ``origin`` as provenance plus ``minimized_from``; the generator's
@@ -85,6 +85,47 @@ def minimize_trace(case: Case, first_interesting: Callable[[list[Case]], Case | 
         if simpler != case.trace and (cand := fix(with_trace(case, simpler))) is not None:
             case = first_interesting([cand]) or case
     return ddmin(case, units, remove, first_interesting, should_stop)
+
+
+def minimize_function_traces(case: Case, first_interesting: Callable[[list[Case]], Case | None],
+                             should_stop: Callable[[], bool]) -> Case:
+    """ddmin over each fused function's trace of a Relax graph case, one function at a time.
+
+    The same removals as :func:`minimize_trace` (an instruction with its dependents, then
+    dead lookups); a candidate that no longer replays is left to the worker, which calls it
+    ``schedule_rejected`` — not the same bug, so not kept.
+    """
+    from generators.graphs.minimize import function_traces, with_function_trace
+
+    for name in list(function_traces(case)):
+        def units(c: Case, name=name) -> list[int]:
+            return list(range(trace_edit.length(function_traces(c).get(name))))
+
+        def remove(c: Case, chunk: list[int], name=name) -> Case | None:
+            old = function_traces(c).get(name)
+            new = trace_edit.drop_dead_lookups(trace_edit.remove(old, chunk))
+            return None if new == old else with_function_trace(c, name, new)
+
+        case = ddmin(case, units, remove, first_interesting, should_stop)
+    return case
+
+
+def size(case: Case) -> int:
+    """How big a case is for the minimizer's report: trace instructions; for a Relax graph
+    case, graph nodes plus the instructions of every fused function's trace."""
+    from generators.graphs.minimize import function_traces, is_graph_case
+
+    if is_graph_case(case):
+        nodes = len((case.params or {}).get("nodes") or [])
+        return nodes + sum(trace_edit.length(t) for t in function_traces(case).values())
+    return trace_edit.length(case.trace)
+
+
+def size_unit(case: Case | None) -> str:
+    from generators.graphs.minimize import is_graph_case
+
+    return "graph nodes + trace instructions" if case is not None and is_graph_case(case) \
+        else "trace instructions"
 
 
 def replay_fixer(stage: str) -> Fix:
@@ -207,7 +248,7 @@ def propose_inputs(case: Case) -> list[Case]:
     current = (case.inputs.get("distribution"), case.inputs.get("seed"), case.oracle.get("mode"))
     levels: list[tuple[Any, Any, Any]] = []
     if exact_mode_allowed(case):
-        levels += [("ones", 0, "exact"), ("small_ints", 0, "exact")]
+        levels += [("ones", 0, "exact"), ("tiny_ints", 0, "exact"), ("small_ints", 0, "exact")]
     levels += [("ones", 0, "bound"), (current[0], 0, current[2])]
     if current in levels:  # only what is simpler than the current inputs
         levels = levels[: levels.index(current)]

@@ -58,6 +58,7 @@ def minimize_case_file(path: str | Path, *, out: Path | None = None,
     m = minimize(case, verdict, target, gen_settings=GenSettings(), budget=budget,
                  workers=workers, timeout=timeout, progress=_say(progress))
     res.seconds, res.original_length, res.length = m.seconds, m.original_length, m.length
+    res.unit = m.unit
     if not m.reproduced or m.case is None:
         res.status, res.note = "did not reproduce at start", m.note
         return res

@@ -47,13 +47,15 @@ class BucketRepro:
     runs: int = 0
     note: str = ""
     issue_title: str = ""
+    unit: str = "trace instructions"  # what original_length / length count
 
     @property
     def reproduced(self) -> bool:
         return self.status == "reproduced"
 
     def line(self) -> str:
-        trace = (f"trace {self.original_length} → {self.length}"
+        label = "trace" if self.unit == "trace instructions" else f"size ({self.unit})"
+        trace = (f"{label} {self.original_length} → {self.length}"
                  if self.original_length >= 0 and self.length >= 0 else "")
         where = f"  {self.dir}" if self.dir and self.reproduced else ""
         extra = ", ".join(x for x in (trace, f"{self.seconds:.0f} s" if self.seconds else "",
@@ -200,6 +202,7 @@ def bucket_job(job: dict[str, Any]) -> tuple[BucketRepro, dict[str, Any] | None]
                      budget=job["budget"], workers=job["workers"], timeout=timeout,
                      memory_mb=settings.memory_mb, progress=say)
         res.seconds, res.original_length, res.length = m.seconds, m.original_length, m.length
+        res.unit = m.unit
         if not m.reproduced:
             res.status, res.note = "did not reproduce at start", m.note
             return res, None

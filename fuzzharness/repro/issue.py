@@ -4,6 +4,10 @@ Triage — plus the hints a maintainer triages with: the schedule primitives inv
 lowering pass after which the output goes wrong (or that raised), the scheduled TIR and the
 IR around that pass.
 
+A Relax graph case (:mod:`generators.graphs`) is titled ``[Bug] [Relax] ...``, names its
+operators, compilation mode and the primitives of its fused functions' schedules, and shows
+the Relax module with those schedules as the program.
+
 Only written for a repro that was verified to reproduce (see :mod:`fuzzharness.repro.package`).
 """
 
@@ -16,8 +20,29 @@ from fuzzharness.buckets import Signature, salient_line, trace_primitives
 from fuzzharness.case import Case
 from fuzzharness.repro.triage import Triage
 from fuzzharness.verdict import Verdict
+from generators.graphs.minimize import is_graph_case
 
 MAX_OUTPUT_LINES = 40
+
+
+def primitives(case: Case) -> list[str]:
+    """Schedule primitives the case applies (for a graph: over all its fused functions, plus
+    ``convert_layout`` / ``dlight`` / ``metaschedule`` where its mode uses them)."""
+    if is_graph_case(case):
+        from generators.graphs.spec import graph_primitives
+
+        ops = {str(n.get("op")) for n in case.params.get("nodes") or []}
+        return [p for p in graph_primitives(case.to_dict()) if p not in ops]
+    return list(trace_primitives(case.trace))
+
+
+def _where(case: Case) -> str:
+    if is_graph_case(case):
+        ops = ", ".join(dict.fromkeys(str(n.get("op")) for n in case.params.get("nodes") or []))
+        mode = (case.schedule or {}).get("source", "graph:default").split(":", 1)[-1]
+        return f"Relax graph ({ops}; {case.params.get('dtype')}, {case.target.get('kind')}, {mode} mode)"
+    return (f"{case.workload_name} ({_shape_text(case)}, "
+            f"{case.origin.get('dtype') or case.params.get('dtype', '')}, {case.target.get('kind')})")
 
 
 def _shape_text(case: Case) -> str:
@@ -39,23 +64,27 @@ def short_message(message: str, limit: int = 100) -> str:
 
 def title(case: Case, verdict: Verdict, failing_call: str | None = None,
           raised_in: str | None = None) -> str:
-    prims = ", ".join(trace_primitives(case.trace)) or "no schedule"
+    graph = is_graph_case(case)
+    tag = "[Relax]" if graph else "[TIR]"
+    prims = ", ".join(primitives(case)) or ("the default pipeline" if graph else "no schedule")
     if failing_call:
         prims = failing_call.split("(", 1)[0].replace("sch.", "")
-    where = f"{case.workload_name} ({_shape_text(case)}, {case.origin.get('dtype') or case.params.get('dtype', '')}, {case.target.get('kind')})"
+    where = _where(case)
     status = verdict.status.value
     if status == "wrong_result":
-        return f"[Bug] [TIR] Wrong result after {prims}: {where}"
+        return f"[Bug] {tag} Wrong result after {prims}: {where}"
     if status == "nan_inf":
-        return f"[Bug] [TIR] nan/inf in the output after {prims}: {where}"
+        return f"[Bug] {tag} nan/inf in the output after {prims}: {where}"
     if status == "order_preserving_divergence":
-        return f"[Bug] [TIR] {prims} changes the bits of an order-preserving schedule: {where}"
+        return f"[Bug] {tag} {prims} changes the bits of an order-preserving schedule: {where}"
     if status == "crash":
         sig = verdict.details.get("signal") or verdict.details.get("kind") or "crash"
-        return f"[Bug] [TIR] {sig} in {verdict.stage.value} after {prims}: {where}"
+        return f"[Bug] {tag} {sig} in {verdict.stage.value} after {prims}: {where}"
     if status == "timeout":
-        return f"[Bug] [TIR] {verdict.stage.value} does not finish after {prims}: {where}"
+        return f"[Bug] {tag} {verdict.stage.value} does not finish after {prims}: {where}"
     msg = short_message(verdict.message)
+    if graph:
+        return f"[Bug] {tag} Compiling a {where} fails: {msg}"
     if verdict.stage.value == "schedule":
         return f"[Bug] [TIR][Schedule] {prims} fails instead of raising a ScheduleError: {msg}"
     what = {"lower": "Lowering", "codegen": "Code generation", "build": "Building"}.get(
@@ -68,6 +97,15 @@ def title(case: Case, verdict: Verdict, failing_call: str | None = None,
 def _expected_text(case: Case, verdict: Verdict, exact: bool) -> str:
     status = verdict.status.value
     refuse = ("or the schedule should be refused with a `ScheduleError` when it is not valid")
+    if is_graph_case(case) and status in ("wrong_result", "nan_inf"):
+        how = ("exactly equal to the float64 reference (small-integer inputs: every op's result "
+               "is an exact integer)" if exact else
+               "within the error bound of the float64 reference, composed op by op from each "
+               "op's stated floating-point error model")
+        return f"The compiled Relax graph's outputs should be {how}."
+    if is_graph_case(case):
+        return ("`relax.build` of the module should succeed and the compiled graph should "
+                "compute the correct result.")
     if status in ("wrong_result", "nan_inf"):
         how = ("exactly equal to the float64 reference: the inputs are small integers, so every "
                "partial sum is an exact integer and any summation order gives the same value"
@@ -104,7 +142,7 @@ def issue_markdown(*, case: Case, verdict: Verdict, bucket: str, signature: Sign
                    failing_call: str | None = None, issue_title: str | None = None) -> str:
     exact = case.oracle.get("mode") == "exact"
     head = issue_title or title(case, verdict, failing_call)
-    prims = list(trace_primitives(case.trace))
+    prims = primitives(case)
     if failing_call:
         prims.append(failing_call.split("(", 1)[0].replace("sch.", ""))
     out = [
@@ -135,7 +173,7 @@ def issue_markdown(*, case: Case, verdict: Verdict, bucket: str, signature: Sign
         "",
         "The program and the schedule it applies:",
         "",
-        _fence(_core(script_text, schedule_lines, failing_call), "python"),
+        _fence(_core(script_text, schedule_lines, failing_call, is_graph_case(case)), "python"),
         "",
         f"<details><summary>repro.py ({len(script_text.splitlines())} lines)</summary>",
         "",
@@ -152,7 +190,11 @@ def issue_markdown(*, case: Case, verdict: Verdict, bucket: str, signature: Sign
         "",
         f"- schedule primitives involved: {', '.join(f'`{p}`' for p in prims) or 'none'}",
     ]
-    out += _triage_lines(triage, verdict)
+    if is_graph_case(case):
+        out.append("- compiled by: " + _graph_mode(case))
+        out.append("- lowering passes: not probed (the pass bisection covers single PrimFuncs)")
+    else:
+        out += _triage_lines(triage, verdict)
     if not minimized and case.origin.get("minimized_from"):
         out.append(f"- found by tvm-fuzzharness and minimized from case "
                    f"`{case.origin['minimized_from']}`")
@@ -180,9 +222,32 @@ def _json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True)
 
 
-def _core(script_text: str, schedule_lines: list[str], failing_call: str | None) -> str:
+def _graph_mode(case: Case) -> str:
+    schedule = case.schedule or {}
+    mode = {"graph:default": "TVM's default Relax pipeline (LegalizeOps, FuseOps, FuseTIR, "
+                             "default schedules)",
+            "graph:dlight": "the default pipeline with dlight's default schedules",
+            "graph:random": "the default pipeline, fused PrimFuncs re-scheduled at random",
+            "graph:metaschedule": "the default pipeline, fused PrimFuncs scheduled by "
+                                  "MetaSchedule design-space samples"}.get(
+        schedule.get("source", "graph:default"), str(schedule.get("source")))
+    if schedule.get("layout"):
+        mode += f", after ConvertLayout to {schedule['layout']}"
+    return mode
+
+
+def _core(script_text: str, schedule_lines: list[str], failing_call: str | None,
+          graph: bool = False) -> str:
     """The program (TVMScript) and the schedule calls, cut from the script."""
     lines = script_text.splitlines()
+    if graph:  # the Relax module and the fused functions' schedules, as the script has them
+        try:
+            start = next(i for i, ln in enumerate(lines) if ln.startswith("@I.ir_module"))
+            end = next(i for i, ln in enumerate(lines)
+                       if i > start and ln.startswith("# -- inputs"))
+        except StopIteration:
+            return ""
+        return "\n".join(lines[start:end]).rstrip()
     try:
         start = next(i for i, ln in enumerate(lines) if ln.startswith("@T.prim_func"))
         end = next(i for i, ln in enumerate(lines) if i > start and ln.startswith("# -- the schedule"))

@@ -21,6 +21,7 @@ from fuzzharness.repro import issue as issue_md
 from fuzzharness.repro.script import NotReproducible, write_script
 from fuzzharness.repro.verify import Run, foreign_imports, verify
 from fuzzharness.verdict import Verdict
+from generators.graphs.minimize import is_graph_case
 
 OUTPUT_TAIL = 4000
 
@@ -59,7 +60,16 @@ def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
         "minimize_seconds": (minimized or {}).get("seconds"),
         "minimize_runs": (minimized or {}).get("runs"), "title": title, "notes": [],
     }
+    graph = is_graph_case(case)
     try:
+        if script is None and graph:  # a Relax graph: its own writer (Relax TVMScript)
+            from generators.graphs import repro as graph_repro
+
+            try:
+                script = graph_repro.write_script(case, verdict, bucket=bucket,
+                                                  versions=versions, title=title)
+            except graph_repro.NotReproducible as e:
+                raise NotReproducible(str(e)) from None
         s = script or write_script(case, verdict, bucket=bucket, signature=signature,
                                    versions=versions, timeout=timeout, date=date, title=title,
                                    failing_call=failing_call, first_seen=first_seen)
@@ -81,7 +91,9 @@ def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
                                f"the script exited {last.exit_code} (1 means reproduced)")
     record["reproduced"] = True
     t = None
-    if triage and verdict.status.value != "timeout":
+    if graph:  # the pass bisection probes one PrimFunc's TIR pipeline, not Relax's
+        record["notes"] = [*s.notes, "triage: not probed (Relax graph)"]
+    elif triage and verdict.status.value != "timeout":
         pattern = s.expect.get("error")
         t = probe(case, symptom=verdict.status.value, pattern=pattern, workdir=d)
         record["notes"] = [*s.notes, f"triage in {t.seconds:.1f} s"]

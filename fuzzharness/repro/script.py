@@ -147,6 +147,7 @@ _DIST_CODE = {
     "wide_range": ["x = {s} * np.exp2(rng.uniform(-12.0, 0.0, {shape})) * rng.choice([-1.0, 1.0], {shape})"],
     "small_ints": ["x = rng.integers(-{m}, {m}, {shape}, endpoint=True).astype(np.float64)"],
     "ones": ["x = np.ones({shape})"],
+    "tiny_ints": ["x = rng.integers(-{t}, {t}, {shape}, endpoint=True).astype(np.float64)"],
 }
 
 
@@ -158,7 +159,10 @@ def _generated_input(case: Case, index: int, spec) -> list[str] | None:
         return None
     shape = tuple(int(d) for d in spec.shape)
     lines = [f"rng = np.random.default_rng([{int(case.inputs['seed'])}, {index}])  # PCG64"]
-    lines += [ln.format(s=repr(float(spec.scale)), m=int(spec.int_max), shape=shape) for ln in code]
+    from generators.inputs import TINY_INT
+
+    lines += [ln.format(s=repr(float(spec.scale)), m=int(spec.int_max),
+                        t=min(int(spec.int_max), TINY_INT), shape=shape) for ln in code]
     if numerics.is_int(spec.dtype):
         lo, hi = numerics.int_range(spec.dtype)
         lines.append(f"x = np.clip(np.rint(x), {lo}, {hi})")

@@ -23,13 +23,14 @@ dropped; a function that kept its name keeps its trace, re-targeted (its fingerp
 mostly works, and when TVM refuses it the candidate is simply not the same bug.  That needs
 TVM's legalization (~40 ms) in the minimizing process.
 
-Plugging into the campaign minimizer (:mod:`fuzzharness.minimize`, when merged): its case
-passes are ``(name, propose)`` pairs run by ``passes.greedy`` — add ``("graph",
-generators.graphs.minimize.propose)`` for cases whose workload is ``graph`` (the generic
-``params`` pass simplifies the graph's ``dtype``; its trace pass sees no trace and skips).
-The same-bug predicate needs nothing new: a graph case's bucket signature lists its operators
-and per-function schedule primitives as ``primitives`` (:func:`generators.graphs.spec.
-graph_primitives`), so a wrong answer shrinks to a subset, as the predicate expects.
+The campaign minimizer (:mod:`fuzzharness.minimize.minimizer`) runs, for a graph case,
+:func:`fuzzharness.minimize.passes.minimize_function_traces` (ddmin over each function's trace,
+through :func:`function_traces` / :func:`with_function_trace`) and then ``("graph",
+propose)`` with its generic ``params`` (the graph's ``dtype``), ``inputs`` and ``options``
+passes.  The same-bug predicate needs nothing new: a graph case's bucket signature lists its
+operators and per-function schedule primitives as ``primitives``
+(:func:`generators.graphs.spec.graph_primitives`), so a wrong answer shrinks to a subset, as
+the predicate expects.
 """
 
 from __future__ import annotations

@@ -16,10 +16,9 @@ bug reproduces, **0** fixed (a correct result), **2** something else happened.
 :func:`verify` runs the script in a fresh isolated interpreter (``python -I``, from its own
 directory, so an accidental import of this harness fails).
 
-Interface with the campaign's repro writer (:mod:`fuzzharness.repro`, when merged): its
-``write_repro(..., script=...)`` takes a ready script; pass ``write_script(case, verdict,
-...)`` from here for graph cases — the returned :class:`Script` has the same fields (``text``,
-``expect``, ``notes``, ``schedule_lines``).
+The campaign's repro writer (:func:`fuzzharness.repro.package.write_repro`) calls
+:func:`write_script` here for graph cases; the returned :class:`Script` has the fields of the
+TIR writer's (``text``, ``expect``, ``notes``, ``schedule_lines``).
 """
 
 from __future__ import annotations
