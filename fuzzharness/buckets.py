@@ -61,6 +61,15 @@ _SUBSTITUTIONS: list[tuple[re.Pattern[str], str]] = [
     # /project/src/tirx/transform/vectorize_loop.cc:1058 → vectorize_loop.cc
     (re.compile(r"(?:[\w.+-]*/)+([\w.+-]+\.(?:cc|h|cpp|hpp|py|pxi))(?::\d+)?"), r"\1"),
     (re.compile(r"0x[0-9a-fA-F]+"), "0xADDR"),
+    # the names in "variables (b, i, j) are used, but are not passed in as API arguments"
+    (re.compile(r"\bvariables \([^)]*\) are used"), "variables (ID) are used"),
+    # "Load/Store of buffer A_pad (0x55..)": the buffer's name
+    (re.compile(r"\bbuffer [A-Za-z_]\w* \(0xADDR\)"), "buffer ID (0xADDR)"),
+    # "Trying to update var 'v' with a different value: original=<IR>, new=<IR>"
+    (re.compile(r"(with a different value):.*"), r"\1"),
+    # an IR expression quoted after a failed pattern match (compute_at's region analysis):
+    # one bug, whatever index expression met it
+    (re.compile(r"(pattern match failed:).*"), r"\1 EXPR"),
     # float16 / int32x4 / bfloat16 → floatN / intN
     (re.compile(r"\b(b?float|u?int)\d+(?:x\d+)?\b"), r"\1N"),
     # generated names: i_j_fused_0, k_outer, A_shared, vi_init, C_rf
@@ -235,6 +244,11 @@ def signature(case: dict[str, Any] | None, verdict: Verdict) -> Signature | None
         detail = normalize_message(d["fatal"])
     if kind == "out_of_memory" and verdict.status is Status.HARNESS_ERROR:
         detail = ""  # which harness allocation failed is noise; the stage says enough
+    primitives = _primitives(case)
+    if verdict.status is Status.REFERENCE_MISMATCH and workload.get("name") != "graph":
+        # TVM's build of the *unscheduled* program disagrees with the reference: the
+        # schedule the case also carried has nothing to do with it
+        primitives = ()
     return Signature(
         symptom=verdict.status.value,
         stage=verdict.stage.value,
@@ -243,7 +257,7 @@ def signature(case: dict[str, Any] | None, verdict: Verdict) -> Signature | None
         site=str(d.get("site") or ""),
         workload=str(workload.get("name") or ""),
         dtype=str(dtype),
-        primitives=_primitives(case),
+        primitives=primitives,
         facts=tuple(sorted(d.get("facts") or ())),
     )
 

@@ -13,6 +13,8 @@ Two things feed a bucket signature (:mod:`fuzzharness.buckets`) besides the case
 
   ``loop_mixes_spatial_and_reduction``  one loop variable feeds both a spatial and a
       reduction iterator of the same block (e.g. ``fuse`` of a spatial and a reduction loop).
+  ``reduction_init_repeated``  two or more blocks with a ``T.init()`` write the same buffer
+      (e.g. ``loop_partition`` of a reduction loop: every piece resets the accumulator).
 
 Both are best effort: they never raise (a triage bug must not turn a finding into a
 harness error) and return empty values when they cannot tell.
@@ -85,6 +87,16 @@ def _facts(mod) -> set[str]:
         if any(0 in k and 2 in k for k in kinds.values()):
             facts.add("loop_mixes_spatial_and_reduction")
 
+    init_writes: dict[int, int] = {}  # buffer handle hash → blocks with an init writing it
+
+    def on_block(block) -> None:
+        if block.init is not None:
+            for region in block.writes:
+                key = hash(region.source if hasattr(region, "source") else region.buffer)
+                init_writes[key] = init_writes.get(key, 0) + 1
+
     for _, func in mod.functions.items():
-        tvm_ffi.structural_walk(func, [(s_tir.SBlockRealize, on_realize)])
+        tvm_ffi.structural_walk(func, [(s_tir.SBlockRealize, on_realize), (s_tir.SBlock, on_block)])
+    if any(n >= 2 for n in init_writes.values()):
+        facts.add("reduction_init_repeated")
     return facts

@@ -1,5 +1,6 @@
 """Classification and dedup: real TVM failures → signatures → buckets → known bugs."""
 
+import dataclasses
 import io
 import json
 import sqlite3
@@ -38,6 +39,10 @@ from tests.conftest import run_cli
      "ScheduleError: An error occurred in the schedule primitive 'fuse'.\n"
      "The IR with diagnostic is:\n    for k_outer in range(7):\n"
      "Error message: The loops 'k_outer' and 'v2' cannot be fused"),
+    # compute_at's region analysis quotes whatever index expression it met
+    ("ValueError: Check failed: (var.has_value()) is false: TensorRegion pattern match "
+     "failed: voh * 2 + vrh", "ValueError: Check failed: (var.has_value()) is false: "
+     "TensorRegion pattern match failed: vh + vrh"),
 ])
 def test_instances_of_one_error_normalise_alike(a, b):
     assert normalize_message(a) == normalize_message(b)
@@ -141,6 +146,55 @@ def test_wrong_results_carry_schedule_facts_and_match_the_known_fuse_bug(known):
     assert sigs[0].key == sigs[1].key  # same workload, dtype and schedule shape
     assert known.match(sigs[0], "0.27.0").id == "fused-spatial-reduction-reorder"
     assert known.match(sigs[0], "0.28.0") is None  # entries are pinned to a TVM version
+
+
+def partition_reduction(sch, block, loops):
+    sch.loop_partition(loops[-1], [1, 1, None])
+
+
+def test_loop_partition_of_a_reduction_is_known_only_with_its_fact(known):
+    v, sig = run(scheduled_case("row_sum", {"M": 2, "N": 5, "dtype": "float32"},
+                                partition_reduction, oracle="exact", distribution="ones"))
+    assert v.status is Status.WRONG_RESULT, v.line()
+    assert sig.facts == ("reduction_init_repeated",)
+    assert known.match(sig, "0.27.0").id == "loop-partition-reduction-init"
+    # another wrong answer after loop_partition, without repeated inits: not masked as known
+    other = dataclasses.replace(sig, facts=())
+    assert known.match(other, "0.27.0") is None
+
+
+def test_reference_mismatch_is_one_bucket_whatever_the_schedule(known):
+    """bf16 argmax: TVM's *unscheduled* build is already wrong, so the schedule the case
+    carries (none, split, fuse) must not split the bug into several buckets."""
+    params = {"kind": "argmax", "shape": [4, 9], "dtype": "bfloat16"}
+
+    def with_(how):
+        def schedule(sch, block, loops):
+            if how == "split":
+                sch.split(loops[-1], [None, 3])
+            elif how == "fuse":
+                sch.fuse(*loops)
+        return schedule
+
+    from tvm import s_tir
+
+    from fuzzharness.tvm_support import trace_to_json
+    from generators.workloads import workloads
+
+    sigs = []
+    for how in ("none", "split", "fuse"):
+        sch = s_tir.Schedule(workloads["argmax"].prim_func(params))
+        block = sch.get_sblock("argmax")
+        with_(how)(sch, block, sch.get_loops(block))
+        case = Case(workload={"name": "argmax", "params": params},
+                    inputs={"distribution": "uniform", "seed": 3},
+                    schedule={"source": "test", "trace": trace_to_json(sch.trace)},
+                    oracle={"mode": "bound"}, origin={"dtype": "bfloat16"})
+        v, sig = run(case)
+        assert v.status is Status.REFERENCE_MISMATCH, v.line()
+        sigs.append(sig)
+    assert len({s.key for s in sigs}) == 1 and sigs[0].primitives == ()
+    assert known.match(sigs[0], "0.27.0").id == "bf16-let-storage-legalize"
 
 
 def test_correct_reorder_passes_and_has_no_bucket():
