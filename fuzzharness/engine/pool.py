@@ -186,19 +186,24 @@ class WorkerPool(Executor):
         exhausted = False
         self.start()
 
+        def feed() -> None:
+            """Hand a task to every idle worker."""
+            nonlocal exhausted
+            if exhausted:
+                return
+            for w in list(self._workers.values()):
+                if w.ready and w.task is None and not w.retiring:
+                    if should_stop():
+                        exhausted = True
+                        return
+                    task = next(source, None)
+                    if task is None:
+                        exhausted = True
+                        return
+                    self._assign(w, task)
+
         while True:
-            # hand out work
-            if not exhausted:
-                for w in list(self._workers.values()):
-                    if w.ready and w.task is None and not w.retiring:
-                        if should_stop():
-                            exhausted = True
-                            break
-                        task = next(source, None)
-                        if task is None:
-                            exhausted = True
-                            break
-                        self._assign(w, task)
+            feed()
             busy = [w for w in self._workers.values() if w.task is not None]
             if exhausted and not busy:
                 return
@@ -219,6 +224,9 @@ class WorkerPool(Executor):
                     continue  # replaced while handling an earlier event of this batch
                 result = self._read(w)
                 if result is not None:
+                    # the worker gets its next task before the caller handles this result
+                    # (database commit, buckets, progress): it does not wait for the driver
+                    feed()
                     yield result
             now = time.monotonic()
             for w in list(self._workers.values()):
