@@ -110,15 +110,9 @@ def minimize(case: Case, first_interesting: FirstInteresting,
     ``first_interesting(candidates)`` runs candidates (in order) and returns the first that
     still fails the same way, or None.  Candidates already tried are not proposed again.
     """
-    seen = {case.id}
-    while not should_stop():
-        candidates = [c for c in propose(case) if c.id not in seen]
-        seen.update(c.id for c in candidates)
-        found = first_interesting(candidates)
-        if found is None:
-            return case
-        case = found
-    return case
+    from fuzzharness.minimize.passes import greedy
+
+    return greedy(case, propose, first_interesting, should_stop)
 
 
 # -- helpers ----------------------------------------------------------------------------------

@@ -120,6 +120,14 @@ class ScheduleState:
     def block_facts(self, block):
         return self.facts.blocks[str(self.sch.get(block).name_hint)]
 
+    def pick_access(self, block) -> tuple[str, int]:
+        """``("read" | "write", index)`` of one of ``block``'s buffer accesses (it has one)."""
+        facts = self.block_facts(block)
+        kinds = [k for k, acc in (("read", facts.reads), ("write", facts.writes)) if acc]
+        kind = self.draw(st.sampled_from(kinds))
+        n = len(facts.reads if kind == "read" else facts.writes)
+        return kind, self.draw(st.integers(0, n - 1))
+
     def loops(self, block) -> list:
         return list(self.sch.get_loops(block))
 

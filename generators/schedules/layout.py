@@ -86,11 +86,7 @@ class TransformLayout(Primitive):
         block = state.pick_block(lambda b: bool(b.reads or b.writes))
         if block is None:
             return None
-        facts = state.block_facts(block)
-        kinds = [k for k, acc in (("read", facts.reads), ("write", facts.writes)) if acc]
-        kind = state.draw(st.sampled_from(kinds))
-        n = len(facts.reads if kind == "read" else facts.writes)
-        index = state.draw(st.integers(0, n - 1))
+        kind, index = state.pick_access(block)
         node = state.sch.get(block)
         buf = (node.reads if kind == "read" else node.writes)[index].source
         shape = _shape(buf)

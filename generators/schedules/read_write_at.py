@@ -22,11 +22,7 @@ class ReadWriteAt(Primitive):
         loops = state.loops(block)
         if not loops:
             return None
-        facts = state.block_facts(block)
-        kinds = [k for k, acc in (("read", facts.reads), ("write", facts.writes)) if acc]
-        kind = state.draw(st.sampled_from(kinds))
-        n = len(facts.reads if kind == "read" else facts.writes)
-        index = state.draw(st.integers(0, n - 1))
+        kind, index = state.pick_access(block)
         loop = state.draw(st.sampled_from(loops))
         scope = state.draw(st.sampled_from(SCOPES))
         if kind == "read":

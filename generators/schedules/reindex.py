@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from hypothesis import strategies as st
-
 from generators.schedules.base import Primitive, ScheduleState, register
 
 
@@ -17,9 +15,5 @@ class Reindex(Primitive):
         block = state.pick_block(lambda b: bool(b.reads or b.writes))
         if block is None:
             return None
-        facts = state.block_facts(block)
-        kinds = [k for k, acc in (("read", facts.reads), ("write", facts.writes)) if acc]
-        kind = state.draw(st.sampled_from(kinds))
-        n = len(facts.reads if kind == "read" else facts.writes)
-        index = state.draw(st.integers(0, n - 1))
+        kind, index = state.pick_access(block)
         return lambda: state.sch.reindex(block, (kind, index))
