@@ -37,9 +37,13 @@ def load_case(args):
         db.close()
         if row is None:
             raise UsageError(f"no case {args.case!r} in {args.db}")
-        if row["case"] is None:
-            raise UsageError(f"case #{row['idx']} died before its case was recorded; "
-                             "regenerate it from the campaign seed")
+        if row["case"] is None:  # TVM failed (or died) while the schedule was being drawn
+            from fuzzharness.verdict import Verdict
+
+            seen = Verdict.from_dict(row["verdict"]).line()[:160] if row["verdict"] else "no verdict"
+            raise UsageError(f"case #{row['idx']} failed while its schedule was drawn, so no case "
+                             f"was stored ({seen}); `fuzzharness minimize {args.db}` draws it "
+                             "again and writes its repro")
         return Case.from_dict(row["case"]), row["verdict"]
     path = Path(args.case)
     try:
