@@ -71,19 +71,30 @@ def minimize_trace(case: Case, first_interesting: Callable[[list[Case]], Case | 
         return case
     fix = fix or (lambda c: c)
 
-    def units(c: Case) -> list[int]:
-        return list(range(trace_edit.length(c.trace)))
-
-    def remove(c: Case, chunk: list[int]) -> Case | None:
-        new = trace_edit.drop_dead_lookups(trace_edit.remove(c.trace, chunk))
-        return None if new == c.trace else fix(with_trace(c, new))
-
     # free simplifications first: dead lookups, repeated lookups
     from fuzzharness.minimize.trace_repair import merge_duplicate_lookups
 
     for simpler in (trace_edit.drop_dead_lookups(case.trace), merge_duplicate_lookups(case.trace)):
         if simpler != case.trace and (cand := fix(with_trace(case, simpler))) is not None:
             case = first_interesting([cand]) or case
+    return _ddmin_trace(case, lambda c: c.trace, lambda c, t: fix(with_trace(c, t)),
+                        first_interesting, should_stop)
+
+
+def _ddmin_trace(case: Case, get: Callable[[Case], Any], put: Callable[[Case, Any], Case | None],
+                 first_interesting: Callable[[list[Case]], Case | None],
+                 should_stop: Callable[[], bool]) -> Case:
+    """ddmin over the instructions of the trace ``get(case)``; ``put(case, trace)`` makes
+    the candidate (or None to skip it).  An instruction goes with its dependents, then dead
+    lookups go."""
+    def units(c: Case) -> list[int]:
+        return list(range(trace_edit.length(get(c))))
+
+    def remove(c: Case, chunk: list[int]) -> Case | None:
+        old = get(c)
+        new = trace_edit.drop_dead_lookups(trace_edit.remove(old, chunk))
+        return None if new == old else put(c, new)
+
     return ddmin(case, units, remove, first_interesting, should_stop)
 
 
@@ -98,15 +109,9 @@ def minimize_function_traces(case: Case, first_interesting: Callable[[list[Case]
     from generators.graphs.minimize import function_traces, with_function_trace
 
     for name in list(function_traces(case)):
-        def units(c: Case, name=name) -> list[int]:
-            return list(range(trace_edit.length(function_traces(c).get(name))))
-
-        def remove(c: Case, chunk: list[int], name=name) -> Case | None:
-            old = function_traces(c).get(name)
-            new = trace_edit.drop_dead_lookups(trace_edit.remove(old, chunk))
-            return None if new == old else with_function_trace(c, name, new)
-
-        case = ddmin(case, units, remove, first_interesting, should_stop)
+        case = _ddmin_trace(case, lambda c, n=name: function_traces(c).get(n),
+                            lambda c, t, n=name: with_function_trace(c, n, t),
+                            first_interesting, should_stop)
     return case
 
 
