@@ -244,6 +244,10 @@ def test_minimize_command_shrinks_a_graph_case_into_a_verified_relax_repro(tmp_p
     issue = (d / "issue.md").read_text()
     assert issue.splitlines()[1].startswith("# [Bug] [Relax] Wrong result"), issue[:300]
     assert "R.nn.leakyrelu" in issue and "lowering passes: not probed" in issue
+    import re
+
+    m = re.search(r"\(graph nodes \+ trace instructions (\d+) → 1 in", issue)
+    assert m and int(m.group(1)) >= 11, issue  # 6 nodes + ≥ 5 instructions → 1 node
 
 
 def _drawn_schedules_for(graph: dict) -> dict:

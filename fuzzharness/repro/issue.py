@@ -200,8 +200,9 @@ def issue_markdown(*, case: Case, verdict: Verdict, bucket: str, signature: Sign
                    f"`{case.origin['minimized_from']}`")
     if minimized:
         out.append(f"- found by tvm-fuzzharness and minimized from case `{minimized.get('original_case_id')}`"
-                   f" (trace {minimized.get('original_length')} → {minimized.get('length')} "
-                   f"instructions in {minimized.get('seconds')} s); bucket signature: "
+                   f" ({minimized.get('unit') or 'trace instructions'} "
+                   f"{minimized.get('original_length')} → {minimized.get('length')} "
+                   f"in {minimized.get('seconds')} s); bucket signature: "
                    f"{signature.title() if signature else bucket}")
     if triage is not None and triage.scheduled_tir:
         out += ["", "<details><summary>Scheduled TIR (before lowering)</summary>", "",
