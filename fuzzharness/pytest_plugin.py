@@ -585,6 +585,7 @@ class CorpusEntry:
         key of ``meta.json`` and, where there is a ``repro.py``, the script exits 1; it is
         fixed when neither fails.  A disagreement between the two fails the test."""
         from fuzzharness.buckets import signature
+        from fuzzharness.verdict import Verdict
 
         spec = self.spec
         if spec.problem is not None:
@@ -593,13 +594,19 @@ class CorpusEntry:
             pytest.skip(f"corpus entry {spec.name}: target unavailable on this machine: {reason}")
         result = self.state.runner.result(f"corpus:{spec.name}")
         v, case = result.verdict, result.case or spec.case
+        script = spec.path / "repro.py"
+        code, output = run_script(script, self.state.timeout) if script.is_file() else (None, "")
+        origin = (spec.case or {}).get("origin") or {}
+        if origin.get("failing_call") and origin.get("failing_verdict") and code == 1:
+            # a failure while the schedule was drawn: case.json holds the trace *before* the
+            # failing call (fuzzharness/repro/generation_failure.py), so replaying it passes;
+            # only the script makes the call, and the stored verdict is what it reproduces
+            v = Verdict.from_dict(origin["failing_verdict"])
         sig = signature(case, v)
         want = expected_key(spec.meta)
         self.state.outcomes[f"corpus:{spec.meta['expected']}"] += 1
         reproduces = sig is not None and v.is_finding and (want is None or sig.key == want)
-        script = spec.path / "repro.py"
         if script.is_file():
-            code, output = run_script(script, self.state.timeout)
             if code not in (0, 1):
                 pytest.fail(f"corpus entry {spec.name}: {script} exited {code} (1 means "
                             f"reproduces, 0 fixed):\n{output}", pytrace=False)

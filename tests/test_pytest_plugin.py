@@ -206,6 +206,20 @@ def test_corpus_entries(tmp_path):
         (corpus / name / "meta.json").write_text(json.dumps({
             "signature": sig, "expected": expected, "upstream": "https://example.org/issue/1",
             "date": "2026-11-21"}))
+    # a failure while the schedule was drawn: case.json holds the trace before the failing
+    # call (it passes when replayed); the script makes the call; the stored verdict is the bug
+    from fuzzharness.verdict import Stage, Status, Verdict
+
+    drawn = Verdict(Status.COMPILE_ERROR, Stage.SCHEDULE, "InternalError: Check failed: x",
+                    details={"site": "s_tir/schedule/primitive/reindex.cc:ReIndex"})
+    (corpus / "draw-failure").mkdir(parents=True)
+    (corpus / "draw-failure" / "case.json").write_text(good.replace(origin=dict(
+        good.origin, failing_call="sch.reindex(block=b1, buffer=('read', 0))",
+        failing_verdict=drawn.to_dict())).to_json())
+    (corpus / "draw-failure" / "repro.py").write_text("import sys\nsys.exit(1)\n")
+    (corpus / "draw-failure" / "meta.json").write_text(json.dumps({
+        "signature": signature(None, drawn).to_dict(), "expected": "reproduces",
+        "upstream": "", "date": "2026-11-21"}))
     (corpus / "broken").mkdir()
     (corpus / "broken" / "case.json").write_text(good.to_json())
     (corpus / "broken" / "meta.json").write_text("{not json")
@@ -214,6 +228,7 @@ def test_corpus_entries(tmp_path):
                    "float32", "--fuzz-cases", "1", plugins=WRONG)
     got = {k: v for k, v in outcomes(r.stdout).items() if k.startswith("test_corpus")}
     assert got == {"test_corpus[broken]": "FAILED", "test_corpus[fixed-upstream]": "FAILED",
+                   "test_corpus[draw-failure]": "XFAIL",
                    "test_corpus[open-bug]": "XFAIL", "test_corpus[regressed]": "FAILED",
                    "test_corpus[script-disagrees]": "FAILED",
                    "test_corpus[stays-fixed]": "PASSED"}, r.stdout

@@ -255,6 +255,18 @@ def test_committed_corpus_entries_are_well_formed():
         assert json.loads((e.dir / "meta.json").read_text())["bucket"] == e.meta["bucket"]
 
 
+def test_committed_corpus_signatures_are_todays():
+    """Every entry still fails with the bucket its meta.json names, as the harness computes
+    buckets now: a change to message normalisation or schedule facts must come with
+    `fuzzharness corpus refresh` (else `pytest -m differential` reports the entries broken)."""
+    from fuzzharness.repro.corpus import current_signature, entries
+
+    stale = {e.name: (e.meta["bucket"], current_signature(e).key)
+             for e in entries(ROOT / "corpus")}
+    stale = {n: keys for n, keys in stale.items() if keys[0] != keys[1]}
+    assert not stale, f"run `fuzzharness corpus refresh`: {stale}"
+
+
 def test_corpus_add_and_check(wrong_sum, tmp_path):
     corpus = tmp_path / "corpus"
     r = run_cli("corpus", "add", wrong_sum[2].dir, "--name", "loop-partition-init",

@@ -7,6 +7,9 @@
   corpus check [NAME ...]
         run each entry's repro.py in a fresh process and compare its exit status with the
         expected one (1 while the bug reproduces, 0 once fixed)
+  corpus refresh [NAME ...]
+        re-run each entry's case and rewrite its bucket signature in meta.json when this
+        harness now computes another one (message normalisation or schedule facts changed)
 
 Exit status of check: 0 every entry behaves as expected, 1 some entry does not, 2 usage.
 """
@@ -19,9 +22,9 @@ HELP = "manage and replay the regression corpus of confirmed TVM bugs"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("action", choices=("add", "list", "check"))
+    p.add_argument("action", choices=("add", "list", "check", "refresh"))
     p.add_argument("paths", nargs="*", metavar="ARG",
-                   help="add: the repro directory; check: entry names (default: all)")
+                   help="add: the repro directory; check, refresh: entry names (default: all)")
     p.add_argument("--corpus", type=Path, default=Path("corpus"), metavar="DIR",
                    help="corpus directory (default ./corpus)")
     p.add_argument("--name", help="add: the entry's name (lowercase words joined by '-')")
@@ -55,6 +58,11 @@ def main(args, argv) -> int:
                 m = e.meta
                 print(f"{e.name:<40} {m['expected']:<11} {m['upstream'] or m.get('known_bug') or '-'}"
                       f"\n    {m['title']}")
+            return EXIT_OK
+        if args.action == "refresh":
+            for e in entries:
+                old, new = corpus.refresh(e)
+                print(f"{e.name:<40} {'unchanged' if old == new else f'bucket {old} → {new}'}")
             return EXIT_OK
         bad = 0
         for e in entries:

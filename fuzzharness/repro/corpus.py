@@ -143,6 +143,25 @@ def add(repro_dir: str | Path, corpus: str | Path, name: str, *, upstream: str =
     return validate(dest)
 
 
+def current_signature(entry: Entry) -> Any:
+    """The entry's bucket signature as this harness computes it today (its case is run again,
+    in a worker process).  It differs from ``meta.json`` when the normalisation of messages
+    or the schedule facts changed since the entry was added; :func:`refresh` rewrites it."""
+    from fuzzharness.case import Case
+
+    return _signature_of(entry.dir, Case.from_json((entry.dir / "case.json").read_text()))
+
+
+def refresh(entry: Entry) -> tuple[str, str]:
+    """Rewrite the entry's signature and bucket key with today's; ``(old key, new key)``."""
+    sig = current_signature(entry)
+    old = entry.meta["bucket"]
+    if sig.key != old:
+        meta = dict(entry.meta, bucket=sig.key, signature=sig.to_dict())
+        (entry.dir / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    return old, sig.key
+
+
 def _signature_of(src: Path, case) -> Any:
     """The case's bucket signature, from running it again (in a worker process) — or, for a
     failure while a schedule was drawn, from its recorded verdict after its script
