@@ -23,6 +23,7 @@ harness error) and return empty values when they cannot tell.
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 _ARGS = re.compile(r"\(.*\)\s*(const)?\s*$")
 
@@ -77,6 +78,8 @@ def _facts(mod) -> set[str]:
 
     facts: set[str] = set()
 
+    init_writes: Counter[int] = Counter()  # buffer handle hash → blocks with an init writing it
+
     def on_realize(realize) -> None:
         kinds: dict[int, set[int]] = {}  # keyed by handle hash: Var.__eq__ builds an expression
         for iv, value in zip(realize.block.iter_vars, realize.iter_values, strict=False):
@@ -86,17 +89,11 @@ def _facts(mod) -> set[str]:
                 kinds.setdefault(hash(v), set()).add(int(iv.iter_type))
         if any(0 in k and 2 in k for k in kinds.values()):
             facts.add("loop_mixes_spatial_and_reduction")
-
-    init_writes: dict[int, int] = {}  # buffer handle hash → blocks with an init writing it
-
-    def on_block(block) -> None:
-        if block.init is not None:
-            for region in block.writes:
-                key = hash(region.source if hasattr(region, "source") else region.buffer)
-                init_writes[key] = init_writes.get(key, 0) + 1
+        if realize.block.init is not None:
+            init_writes.update(hash(region.source) for region in realize.block.writes)
 
     for _, func in mod.functions.items():
-        tvm_ffi.structural_walk(func, [(s_tir.SBlockRealize, on_realize), (s_tir.SBlock, on_block)])
+        tvm_ffi.structural_walk(func, [(s_tir.SBlockRealize, on_realize)])
     if any(n >= 2 for n in init_writes.values()):
         facts.add("reduction_init_repeated")
     return facts

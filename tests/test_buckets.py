@@ -67,15 +67,17 @@ def test_salient_line_skips_ir_dumps():
 
 
 # -- real failures --------------------------------------------------------------------------
-def scheduled_case(workload, params, schedule, *, oracle="bound", distribution="uniform"):
-    """A case whose trace is ``schedule(sch, block, loops)`` applied with TVM's real Schedule."""
+def scheduled_case(workload, params, schedule, *, oracle="bound", distribution="uniform",
+                   block=None):
+    """A case whose trace is ``schedule(sch, block, loops)`` applied with TVM's real Schedule
+    (``block``: the block's name; default the workload's reduction block)."""
     from tvm import s_tir
 
     from fuzzharness.tvm_support import trace_to_json
     from generators.workloads import workloads
 
     sch = s_tir.Schedule(workloads[workload].prim_func(params))
-    block = sch.get_sblock("C" if workload == "matmul" else "B")
+    block = sch.get_sblock(block or ("C" if workload == "matmul" else "B"))
     schedule(sch, block, sch.get_loops(block))
     return Case(workload={"name": workload, "params": params},
                 inputs={"distribution": distribution, "seed": 3},
@@ -176,21 +178,9 @@ def test_reference_mismatch_is_one_bucket_whatever_the_schedule(known):
                 sch.fuse(*loops)
         return schedule
 
-    from tvm import s_tir
-
-    from fuzzharness.tvm_support import trace_to_json
-    from generators.workloads import workloads
-
     sigs = []
     for how in ("none", "split", "fuse"):
-        sch = s_tir.Schedule(workloads["argmax"].prim_func(params))
-        block = sch.get_sblock("argmax")
-        with_(how)(sch, block, sch.get_loops(block))
-        case = Case(workload={"name": "argmax", "params": params},
-                    inputs={"distribution": "uniform", "seed": 3},
-                    schedule={"source": "test", "trace": trace_to_json(sch.trace)},
-                    oracle={"mode": "bound"}, origin={"dtype": "bfloat16"})
-        v, sig = run(case)
+        v, sig = run(scheduled_case("argmax", params, with_(how), block="argmax"))
         assert v.status is Status.REFERENCE_MISMATCH, v.line()
         sigs.append(sig)
     assert len({s.key for s in sigs}) == 1 and sigs[0].primitives == ()
