@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fuzzharness.execute import execute  # noqa: E402
-from generators.cases import GenSettings, generate_case  # noqa: E402
+from fuzzharness.execution.stages import execute  # noqa: E402
+from fuzzharness.generators.cases import GenSettings, generate_case  # noqa: E402
 
 POLICIES = ("never", "auto", "order", "always")
 

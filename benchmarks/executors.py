@@ -44,7 +44,7 @@ def load() -> str:
 
 def run(out: Path, seed: int, n: int, workers: int, **settings) -> dict:
     from fuzzharness.engine.campaign import Campaign
-    from fuzzharness.settings import CampaignSettings
+    from fuzzharness.engine.settings import CampaignSettings
 
     s = CampaignSettings(seed=seed, time_budget=0.0, max_cases=n, workers=workers, **settings)
     t0 = time.perf_counter()

@@ -39,12 +39,12 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
 
-    from fuzzharness.buckets import KnownBugs, signature
+    from fuzzharness.core.tvm_support import versions
+    from fuzzharness.core.verdict import Verdict
+    from fuzzharness.engine.buckets import KnownBugs, signature
     from fuzzharness.engine.campaign import Campaign
-    from fuzzharness.settings import CampaignSettings
-    from fuzzharness.tvm_support import versions
-    from fuzzharness.verdict import Verdict
-    from generators.cases import TARGET_PRESETS, GenSettings
+    from fuzzharness.engine.settings import CampaignSettings
+    from fuzzharness.generators.cases import TARGET_PRESETS, GenSettings
 
     gen = GenSettings(workloads=("graph",), target=dict(TARGET_PRESETS[args.target]))
     settings = CampaignSettings(seed=args.seed, time_budget=0.0, max_cases=args.cases,

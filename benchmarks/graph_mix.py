@@ -30,8 +30,8 @@ def load() -> str:
 
 def run(seed: int, n: int, workers: int, fraction: float, out: Path) -> dict:
     from fuzzharness.engine.campaign import Campaign
-    from fuzzharness.settings import CampaignSettings
-    from generators.cases import GenSettings
+    from fuzzharness.engine.settings import CampaignSettings
+    from fuzzharness.generators.cases import GenSettings
 
     settings = CampaignSettings(seed=seed, time_budget=0.0, max_cases=n, workers=workers,
                                 generation=GenSettings(graph_fraction=fraction))

@@ -32,11 +32,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import tests.plugins.wrong_programs  # noqa: E402,F401  (registers the wrong programs)
-from fuzzharness.case import Case  # noqa: E402
-from fuzzharness.execute import execute  # noqa: E402
-from fuzzharness.tvm_support import trace_to_json  # noqa: E402
-from generators import draw as draws  # noqa: E402
-from generators.workloads import GenOptions, workloads  # noqa: E402
+from fuzzharness.core.case import Case  # noqa: E402
+from fuzzharness.core.tvm_support import trace_to_json  # noqa: E402
+from fuzzharness.execution.stages import execute  # noqa: E402
+from fuzzharness.generators import draw as draws  # noqa: E402
+from fuzzharness.generators.workloads import GenOptions, workloads  # noqa: E402
 from tests.test_false_alarms import REDUCTION_BLOCK, reassociating_schedule  # noqa: E402
 
 FLOAT = ("uniform", "normal", "cancellation", "wide_range")
@@ -179,7 +179,7 @@ def main() -> None:
         r, c, k = i % p["M"], (3 * i) % p["N"], (7 * i) % p["K"]
         c_out = out.outputs["C"].copy()
         c_out[r, c] = np.asarray(c_out[r, c].astype(np.float64) - a[r, k] * b[k, c]).astype(c_out.dtype)
-        from oracles.compare import judge
+        from fuzzharness.oracles.compare import judge
 
         j = judge(out.expected, {"C": c_out})
         if c_out[r, c] == out.outputs["C"][r, c]:

@@ -51,12 +51,12 @@ def bare_loop(seed: int, indices: range) -> tuple[float, dict[str, int]]:
     """Seconds for the bare loop over ``indices``; outcome counts."""
     import tvm
 
-    from fuzzharness.tvm_support import replay_trace
-    from generators.cases import GenSettings, generate_case
-    from generators.inputs import make_inputs
-    from generators.workloads import workloads
-    from oracles.numerics import numpy_dtype
-    from oracles.program import Numerics
+    from fuzzharness.core.tvm_support import replay_trace
+    from fuzzharness.generators.cases import GenSettings, generate_case
+    from fuzzharness.generators.inputs import make_inputs
+    from fuzzharness.generators.workloads import workloads
+    from fuzzharness.oracles.numerics import numpy_dtype
+    from fuzzharness.oracles.program import Numerics
 
     settings = GenSettings(graph_fraction=0.0)
     outcomes = {"ok": 0, "mismatch": 0, "error": 0}
@@ -87,8 +87,8 @@ def harness_run(seed: int, n: int, workers: int, out: Path) -> dict:
     import sqlite3
 
     from fuzzharness.engine.campaign import Campaign
-    from fuzzharness.settings import CampaignSettings
-    from generators.cases import GenSettings
+    from fuzzharness.engine.settings import CampaignSettings
+    from fuzzharness.generators.cases import GenSettings
 
     settings = CampaignSettings(seed=seed, time_budget=0.0, max_cases=n, workers=workers,
                                 generation=GenSettings(graph_fraction=0.0))
@@ -112,7 +112,7 @@ def harness_run(seed: int, n: int, workers: int, out: Path) -> dict:
 def interleaved(seed: int, n: int) -> tuple[float, float]:
     """Seconds of bare work and of ``run_task`` work over the same cases, alternated."""
     from fuzzharness.engine.tasks import run_task
-    from generators.cases import GenSettings
+    from fuzzharness.generators.cases import GenSettings
 
     gen = GenSettings(graph_fraction=0.0).to_dict()
     bare = task = 0.0
@@ -143,7 +143,7 @@ def main() -> int:
 
     import tvm  # noqa: F401
 
-    from fuzzharness.tvm_support import versions
+    from fuzzharness.core.tvm_support import versions
 
     print(f"versions: {versions()}")
     bare_loop(seed + 1000, range(args.warmup))  # warm up (other cases: no cache advantage)

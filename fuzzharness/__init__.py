@@ -9,19 +9,19 @@ Public API (the rest is internal and may change):
 
 __version__ = "0.1.0"
 
-from fuzzharness.case import Case  # noqa: E402
-from fuzzharness.verdict import Stage, Status, Verdict  # noqa: E402
+from fuzzharness.core.case import Case  # noqa: E402
+from fuzzharness.core.verdict import Stage, Status, Verdict  # noqa: E402
 
 
 def execute(case, on_stage=None):
-    from fuzzharness.execute import execute as _execute
+    from fuzzharness.execution.stages import execute as _execute
 
     return _execute(case, on_stage)
 
 
 def generate_case(seed, index, settings=None):
-    from generators.cases import GenSettings
-    from generators.cases import generate_case as _generate
+    from fuzzharness.generators.cases import GenSettings
+    from fuzzharness.generators.cases import generate_case as _generate
 
     return _generate(seed, index, settings or GenSettings())
 

@@ -11,7 +11,7 @@ import sys
 
 from fuzzharness import __version__
 from fuzzharness.commands import commands
-from fuzzharness.errors import EXIT_USAGE, UsageError
+from fuzzharness.core.errors import EXIT_USAGE, UsageError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,11 +31,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def user_errors() -> tuple[type[BaseException], ...]:
     """Exception types that mean "the user asked for something wrong"."""
-    from fuzzharness.buckets import KnownBugsError
-    from fuzzharness.case import CaseFormatError
+    from fuzzharness.core.case import CaseFormatError
+    from fuzzharness.core.registry import UnknownName
+    from fuzzharness.engine.buckets import KnownBugsError
     from fuzzharness.engine.db import DatabaseError
-    from fuzzharness.registry import UnknownName
-    from fuzzharness.settings import SettingsError
+    from fuzzharness.engine.settings import SettingsError
 
     return (UsageError, CaseFormatError, DatabaseError, UnknownName, SettingsError,
             KnownBugsError)

@@ -11,7 +11,7 @@ What it provides
 * the ``differential`` marker;
 * the ``differential_case`` fixture, parametrized over a seeded sample of cases: every
   (target, workload, dtype) the registries offer, for every target preset of
-  :data:`generators.cases.TARGET_PRESETS` — read at run time, so new workloads, dtypes and
+  :data:`fuzzharness.generators.cases.TARGET_PRESETS` — read at run time, so new workloads, dtypes and
   back ends join without editing anything here;
 * the ``corpus_entry`` fixture, parametrized over the regression corpus
   (``corpus/<name>/{case.json, repro.py, issue.md, meta.json}``);
@@ -48,7 +48,7 @@ number.  The sample has at least one case per available (target, workload, dtype
 
 Case ``i`` of the sample is ``generate_case(seed, i, GenSettings(workloads=(w,),
 dtypes=(d,), target=T))`` with its combination chosen round robin — the same seed and
-harness version give the same cases (the campaign generator, :mod:`generators.cases`).
+harness version give the same cases (the campaign generator, :mod:`fuzzharness.generators.cases`).
 
 Execution and verdicts
 ======================
@@ -211,7 +211,7 @@ class State:
             out=Path(opt("fuzz_out") or root / "fuzz-runs" / "differential") / f"seed-{seed}",
             known_bugs=opt("fuzz_known_bugs"),
         )
-        from fuzzharness.buckets import KnownBugs, KnownBugsError
+        from fuzzharness.engine.buckets import KnownBugs, KnownBugsError
 
         try:
             state.bugs = KnownBugs.load(state.known_bugs)
@@ -222,7 +222,7 @@ class State:
         return state
 
     def settings(self, target: str, workload: str, dtype: str) -> dict[str, Any]:
-        from generators.cases import TARGET_PRESETS, GenSettings
+        from fuzzharness.generators.cases import TARGET_PRESETS, GenSettings
 
         return GenSettings(workloads=(workload,), dtypes=(dtype,), max_steps=self.max_steps,
                            target=dict(TARGET_PRESETS[target])).to_dict()
@@ -233,7 +233,7 @@ def _split(text: str | None) -> tuple[str, ...] | None:
 
 
 def _presets() -> list[str]:
-    from generators.cases import TARGET_PRESETS
+    from fuzzharness.generators.cases import TARGET_PRESETS
 
     return list(TARGET_PRESETS)
 
@@ -293,12 +293,12 @@ def plan_combinations(targets, workloads_filter, dtypes_filter):
     are each workload's ``dtype_labels``.  Bad names are a usage error.
     """
     from fuzzharness.backends import backends
+    from fuzzharness.core.errors import UsageError
+    from fuzzharness.core.registry import UnknownName
     from fuzzharness.engine.tasks import load_plugins
-    from fuzzharness.errors import UsageError
-    from fuzzharness.registry import UnknownName
-    from generators.cases import TARGET_PRESETS, GenSettings
-    from generators.graphs.spec import GRAPH_WORKLOAD
-    from generators.workloads import workloads
+    from fuzzharness.generators.cases import TARGET_PRESETS, GenSettings
+    from fuzzharness.generators.graphs.spec import GRAPH_WORKLOAD
+    from fuzzharness.generators.workloads import workloads
 
     try:
         load_plugins()  # FUZZHARNESS_PLUGINS: workloads from outside the package
@@ -462,7 +462,7 @@ def _task(state: State, spec: Any) -> dict[str, Any] | None:
 def _corpus_reason(spec: CorpusSpec) -> str | None:
     """Why this machine cannot run a corpus entry (its target's back end is unavailable)."""
     from fuzzharness.backends import backends
-    from fuzzharness.registry import UnknownName
+    from fuzzharness.core.registry import UnknownName
 
     target = spec.case.get("target") or {"kind": "llvm"}
     try:
@@ -584,8 +584,8 @@ class CorpusEntry:
         """The entry reproduces when replaying ``case.json`` gives a finding with the bucket
         key of ``meta.json`` and, where there is a ``repro.py``, the script exits 1; it is
         fixed when neither fails.  A disagreement between the two fails the test."""
-        from fuzzharness.buckets import signature
-        from fuzzharness.verdict import Verdict
+        from fuzzharness.core.verdict import Verdict
+        from fuzzharness.engine.buckets import signature
 
         spec = self.spec
         if spec.problem is not None:
@@ -646,7 +646,7 @@ def run_script(script: Path, timeout: float) -> tuple[int | None, str]:
 def expected_key(meta: dict[str, Any]) -> str | None:
     """The bucket key a corpus entry must reproduce (meta.json ``signature``: a Signature
     dict or its key; ``bucket``/``key`` also accepted).  None: any finding counts."""
-    from fuzzharness.buckets import Signature
+    from fuzzharness.engine.buckets import Signature
 
     sig = meta.get("signature")
     if isinstance(sig, dict):
@@ -661,8 +661,8 @@ def expected_key(meta: dict[str, Any]) -> str | None:
 
 def judge_result(state: State, result, what: str) -> None:
     """pass → return; inconclusive / schedule_rejected → skip; known bug → xfail; else fail."""
-    from fuzzharness.buckets import signature
-    from fuzzharness.verdict import Status
+    from fuzzharness.core.verdict import Status
+    from fuzzharness.engine.buckets import signature
 
     v, case = result.verdict, result.case
     if v.status is Status.PASS:
@@ -719,9 +719,9 @@ def write_failure(folder: Path, case: dict[str, Any] | None, verdict) -> tuple[P
     except ImportError:
         return case_path, None
     try:
-        from fuzzharness.buckets import signature
-        from fuzzharness.case import Case
-        from fuzzharness.tvm_support import versions
+        from fuzzharness.core.case import Case
+        from fuzzharness.core.tvm_support import versions
+        from fuzzharness.engine.buckets import signature
 
         sig = signature(case, verdict)
         outcome = write_repro(folder, Case.from_dict(case), verdict,

@@ -1,4 +1,4 @@
-"""Case generation: (campaign seed, case index) → :class:`~fuzzharness.case.Case`.
+"""Case generation: (campaign seed, case index) → :class:`~fuzzharness.core.case.Case`.
 
 Draw order (stable within a harness version): workload, its parameters, input mode and
 distribution, input seed, the schedule source, the schedule, then the compiler options.
@@ -8,20 +8,20 @@ shrink it with Hypothesis.
 Input modes: a share ``exact_fraction`` of the cases uses the exact-integer mode (bitwise
 comparison) where the workload offers it; a case whose reduction is too long for its
 accumulation dtype's error model to say much (``k·u ≥ 1/2``, read from the program, see
-:meth:`oracles.program.Numerics.meaningless_reductions`) always uses it when available.
+:meth:`fuzzharness.oracles.program.Numerics.meaningless_reductions`) always uses it when available.
 Float-mode cases draw one of :data:`FLOAT_DISTRIBUTIONS`, or, with probability
 ``special_fraction`` and when some input allows IEEE special values, ``special_values``.
 
 Schedule sources (``case.schedule["source"]``):
 
-``random``        a random walk over the registered primitives (:mod:`generators.schedules`)
+``random``        a random walk over the registered primitives (:mod:`fuzzharness.generators.schedules`)
 ``metaschedule``  a MetaSchedule design space, re-sampled and post-processed
-                  (:mod:`generators.schedules.metaschedule`); ``metaschedule_fraction`` of
+                  (:mod:`fuzzharness.generators.schedules.metaschedule`); ``metaschedule_fraction`` of
                   the cases
-``gpu:<style>``   a whole GPU schedule for GPU targets (:mod:`generators.gpu`)
+``gpu:<style>``   a whole GPU schedule for GPU targets (:mod:`fuzzharness.generators.gpu`)
 
 Compiler options (``case.target`` mcpu/mattr, ``case.pass_config``) vary in
-``option_fraction`` of the cases (:mod:`generators.options`); the rest use the campaign's
+``option_fraction`` of the cases (:mod:`fuzzharness.generators.options`); the rest use the campaign's
 target as given and an empty PassContext configuration.
 """
 
@@ -32,15 +32,15 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from fuzzharness.case import Case
-from fuzzharness.tvm_support import trace_to_json
-from generators import draw as draws
-from generators.gpu import gpu_schedule, is_gpu_target
-from generators.inputs import EXACT_DISTRIBUTIONS, distributions
-from generators.options import draw_options
-from generators.schedules import ScheduleOptions, random_schedule
-from generators.workloads import GenOptions, workloads
-from oracles.program import Numerics
+from fuzzharness.core.case import Case
+from fuzzharness.core.tvm_support import trace_to_json
+from fuzzharness.generators import draw as draws
+from fuzzharness.generators.gpu import gpu_schedule, is_gpu_target
+from fuzzharness.generators.inputs import EXACT_DISTRIBUTIONS, distributions
+from fuzzharness.generators.options import draw_options
+from fuzzharness.generators.schedules import ScheduleOptions, random_schedule
+from fuzzharness.generators.workloads import GenOptions, workloads
+from fuzzharness.oracles.program import Numerics
 
 FLOAT_DISTRIBUTIONS = ("uniform", "normal", "cancellation", "wide_range")
 #: share of whole-graph cases in a default campaign (see draw_case; benchmarks/throughput.py
@@ -89,8 +89,8 @@ class GenSettings:
 
     def validate(self) -> GenSettings:
         """Raise UnknownName / ValueError for names and values a user got wrong."""
-        from generators.schedules import primitives
-        from generators.schedules.metaschedule import SOURCE
+        from fuzzharness.generators.schedules import primitives
+        from fuzzharness.generators.schedules.metaschedule import SOURCE
 
         names = workloads.check(self.workloads or [])
         primitives.check([p for p in self.primitives or [] if p != SOURCE])
@@ -127,7 +127,7 @@ class GenSettings:
     def graphs_allowed(self) -> bool:
         """Whether graph cases are in the mix: named (``workloads`` includes ``graph``), or
         by default with ``graph_fraction > 0`` — and the dtype filter leaves a graph dtype."""
-        from generators.graphs.spec import DTYPES, GRAPH_WORKLOAD
+        from fuzzharness.generators.graphs.spec import DTYPES, GRAPH_WORKLOAD
 
         if self.dtypes is not None and not set(self.dtypes) & set(DTYPES):
             return False
@@ -150,8 +150,8 @@ def draw_case(data: Any, settings: GenSettings) -> Case:
     draw decides (``graph_fraction``); with only one of them there is no such draw, so a
     campaign restricted to named workloads generates the cases it always did.
     """
-    from generators.graphs.cases import draw_graph_case
-    from generators.graphs.spec import GRAPH_WORKLOAD
+    from fuzzharness.generators.graphs.cases import draw_graph_case
+    from fuzzharness.generators.graphs.spec import GRAPH_WORKLOAD
 
     names = [n for n in settings.workload_names() if n != GRAPH_WORKLOAD]
     if settings.graphs_allowed():
@@ -206,7 +206,7 @@ def draw_case(data: Any, settings: GenSettings) -> Case:
 
 def draw_schedule(func, data: Any, settings: GenSettings):
     """Draw the schedule source, then the schedule; return ``(source, schedule, steps)``."""
-    from generators.schedules.metaschedule import SOURCE, metaschedule_schedule
+    from fuzzharness.generators.schedules.metaschedule import SOURCE, metaschedule_schedule
 
     # naming primitives without "metaschedule" switches the source off (its draw stays)
     wanted = settings.primitives is None or SOURCE in settings.primitives

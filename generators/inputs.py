@@ -33,8 +33,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from fuzzharness.registry import Registry
-from oracles import numerics
+from fuzzharness.core.registry import Registry
+from fuzzharness.oracles import numerics
 
 
 @dataclasses.dataclass(frozen=True)

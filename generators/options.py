@@ -151,7 +151,7 @@ def draw_options(data: Any, base_target: dict[str, Any], fraction: float):
     share of option cases does not reshuffle the rest); only the tier's resolution to an
     ``mcpu`` depends on the host.
     """
-    from generators.draw import chance
+    from fuzzharness.generators.draw import chance
 
     varied = chance(data, fraction)
     tier = data.draw(st.sampled_from(TIERS))

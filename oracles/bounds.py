@@ -7,7 +7,7 @@ legal schedule may choose (any reassociation, rfactor, vectorised or pairwise re
 contraction, extra intermediate precision), so that no legal schedule can exceed it.
 
 Notation: ``u`` is the per-operation unit roundoff of the dtype an operation is computed in,
-as TVM lowers it (:func:`oracles.numerics.op_u`: ``2^-p``, plus double rounding through
+as TVM lowers it (:func:`fuzzharness.oracles.numerics.op_u`: ``2^-p``, plus double rounding through
 float32 for float16/bfloat16); ``eta`` the absolute error of one operation in the subnormal
 range; ``γ_n(u) = n·u / (1 − n·u)`` (Higham, *Accuracy and Stability of Numerical Algorithms*,
 2nd ed., Lemma 3.1), infinite when ``n·u ≥ 1``.
@@ -81,7 +81,7 @@ terms).  For an operation computed in a dtype with unit roundoff ``u``::
     erf          TVM lowers ``erf`` to libm's ``erff`` (float32; narrower dtypes are cast to
                  float32 by the program, e.g. ``gelu``).  erf is 2/√π-Lipschitz and bounded by 1:
                  e' = min(2/√π·e_x, 2); the implementation adds r·(|erf x| + e') with r =
-                 :func:`oracles.numerics.func_rel` (within ``LIBM_ULPS`` float32 ulps, like
+                 :func:`fuzzharness.oracles.numerics.func_rel` (within ``LIBM_ULPS`` float32 ulps, like
                  ``expf``; measured ≤ 0.93 ulp over 8·10⁷ samples), plus 2·eta for a subnormal
                  result (one subnormal ulp).
 
@@ -111,7 +111,7 @@ Exact results
 -------------
 ``max``/``min`` reductions, argmax/argmin (value and index, ties to the smallest index), max
 pooling, copies and padding have bound 0: the kernel must produce the reference bit for bit.
-Integer dtypes are exact with two's-complement wrap-around (:func:`oracles.numerics.wrap_int`);
+Integer dtypes are exact with two's-complement wrap-around (:func:`fuzzharness.oracles.numerics.wrap_int`);
 TVM emits ``add nsw`` (signed overflow is undefined behaviour in LLVM), so inputs keep every
 partial sum within range and the wrap is never exercised — a result that only wrapped would
 still be reported exactly.  In the exact-integer input mode every intermediate is an integer
@@ -127,8 +127,8 @@ import math
 
 import numpy as np
 
-from oracles import numerics
-from oracles.numerics import U64
+from fuzzharness.oracles import numerics
+from fuzzharness.oracles.numerics import U64
 
 #: the bounds are themselves computed in float64; this factor absorbs their own rounding
 BOUND_SLACK = 1.0 + 2.0**-40

@@ -26,8 +26,8 @@ import dataclasses
 
 import numpy as np
 
-from fuzzharness.verdict import Status
-from oracles.bounds import Expected
+from fuzzharness.core.verdict import Status
+from fuzzharness.oracles.bounds import Expected
 
 
 @dataclasses.dataclass

@@ -1,11 +1,11 @@
 """The second reference: TVM's build of the *unscheduled* program, and when to pay for it.
 
 Two references judge a case.  The float64 numpy reference with its error bound
-(:mod:`oracles.bounds`) decides pass/fail.  The unscheduled program built by TVM (same
+(:mod:`fuzzharness.oracles.bounds`) decides pass/fail.  The unscheduled program built by TVM (same
 target, same pass configuration, same inputs) is the *baseline*; it serves twice:
 
 * **order-aware bitwise check** — when the schedule keeps every output element's operations
-  and their order (:func:`oracles.order.accumulation_order`), the kernel must reproduce the
+  and their order (:func:`fuzzharness.oracles.order.accumulation_order`), the kernel must reproduce the
   baseline bit for bit.  A difference that still passes the bound is
   ``order_preserving_divergence`` (worth a report, not a wrong result); a difference beyond
   the bound is a ``wrong_result`` anyway.
@@ -51,10 +51,10 @@ from typing import Any
 
 import numpy as np
 
-from fuzzharness.verdict import Status
-from oracles.bounds import Expected
-from oracles.compare import Judgement, first_bit_difference, judge
-from oracles.order import OrderAnalysis
+from fuzzharness.core.verdict import Status
+from fuzzharness.oracles.bounds import Expected
+from fuzzharness.oracles.compare import Judgement, first_bit_difference, judge
+from fuzzharness.oracles.order import OrderAnalysis
 
 FAILED = frozenset({Status.WRONG_RESULT, Status.NAN_INF})
 

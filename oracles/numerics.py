@@ -24,7 +24,7 @@ Transcendental functions (:data:`LIBM_ULPS`)
 --------------------------------------------
 TVM lowers ``exp`` to ``llvm.exp`` (the platform libm's ``expf``; narrow formats go through
 float32), and builds ``sigmoid``, ``tanh`` and ``rsqrt`` from ``exp``, ``sqrt``, +, −, ÷ (see
-:mod:`oracles.bounds`).  The model: libm's float32 ``expf`` is within ``LIBM_ULPS`` float32 ulps
+:mod:`fuzzharness.oracles.bounds`).  The model: libm's float32 ``expf`` is within ``LIBM_ULPS`` float32 ulps
 (glibc documents ≤ 1 ulp for ``expf`` on x86-64; its implementation since 2.28 measures
 0.502 ulp); one ulp is at most ``2·u``.  ``tests/test_transcendental_bounds.py`` checks the
 resulting bounds on every float16 and bfloat16 input and on a float32 sample.

@@ -1,6 +1,6 @@
 """Does a schedule keep every output element's arithmetic — rounding for rounding?
 
-The order-aware metamorphic check (see :mod:`oracles.metamorphic`) demands bitwise equality
+The order-aware metamorphic check (see :mod:`fuzzharness.oracles.metamorphic`) demands bitwise equality
 between a scheduled kernel and TVM's build of the unscheduled program *only* when the schedule
 provably keeps, for every output element, the same operations on the same operands in the same
 order.  This module decides that from the scheduled IR, conservatively: any construct it does

@@ -84,7 +84,7 @@ class Numerics:
 
     def meaningless_reductions(self) -> list[str]:
         """Reductions with a float accumulator and ``k·u ≥ 1/2`` (γ_k ≥ 1)."""
-        from oracles import numerics
+        from fuzzharness.oracles import numerics
 
         out = []
         for b in self.reductions():

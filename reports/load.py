@@ -29,7 +29,7 @@ from typing import Any
 
 import pandas as pd
 
-from fuzzharness.errors import UsageError
+from fuzzharness.core.errors import UsageError
 
 APPLICATION = "tvm-fuzzharness"
 DB_NAME = "results.sqlite"
@@ -137,7 +137,7 @@ def _labels(paths: list[Path]) -> list[str]:
 
 
 def _load_one(conn: sqlite3.Connection, label: str, root: Path) -> dict[str, pd.DataFrame]:
-    from fuzzharness.buckets import trace_primitives
+    from fuzzharness.engine.buckets import trace_primitives
 
     tables = _tables(conn)
     cols = set(_columns(conn, "results"))
@@ -185,7 +185,7 @@ def _load_one(conn: sqlite3.Connection, label: str, root: Path) -> dict[str, pd.
 
 def case_primitives(case: dict[str, Any], trace_primitives) -> tuple[str, ...]:
     """The schedule primitives a case applied: the generator's accepted steps (the names
-    of :mod:`generators.schedules`), else — GPU styles, no steps — the trace's instructions."""
+    of :mod:`fuzzharness.generators.schedules`), else — GPU styles, no steps — the trace's instructions."""
     steps = (case.get("origin") or {}).get("steps") or []
     names = {s.get("primitive") for s in steps if s.get("outcome") == "accepted"}
     names.discard(None)

@@ -6,7 +6,7 @@ JavaScript and no network.  It is an optional dependency (``pip install
 tvm-fuzzharness[report]``): without it every function here returns None and the report
 says that plots need it — the tables are complete either way.
 
-Every function takes frames from :mod:`reports.tables` and returns ``<svg …>…</svg>`` (no
+Every function takes frames from :mod:`fuzzharness.reports.tables` and returns ``<svg …>…</svg>`` (no
 XML prologue, ready to inline) or None when there is nothing to plot.
 """
 

@@ -1,4 +1,4 @@
-"""A campaign report: tables from :mod:`reports.tables`, rendered as one self-contained HTML
+"""A campaign report: tables from :mod:`fuzzharness.reports.tables`, rendered as one self-contained HTML
 file (inline CSS and SVG plots; no script, no network) and as a markdown summary for a CI
 job page.
 
@@ -19,8 +19,8 @@ from typing import Any
 
 import pandas as pd
 
-from reports import plots, tables
-from reports.load import Campaigns, load_campaigns
+from fuzzharness.reports import plots, tables
+from fuzzharness.reports.load import Campaigns, load_campaigns
 
 
 @dataclasses.dataclass
@@ -51,7 +51,7 @@ class Report:
 
 
 def build(dirs: list[str | Path], known_bugs_path: str | None = None) -> Report:
-    from fuzzharness.buckets import KnownBugs
+    from fuzzharness.engine.buckets import KnownBugs
 
     data = load_campaigns(dirs)
     bugs = KnownBugs.load(known_bugs_path)

@@ -1,17 +1,17 @@
-"""The report's tables, computed with pandas from :class:`reports.load.Campaigns`.
+"""The report's tables, computed with pandas from :class:`fuzzharness.reports.load.Campaigns`.
 
 Each function is pure (frames in, a frame out) and works on one campaign or many; where
 campaigns are merged the ``campaign`` column says which rows came from where.
 
 Definitions used throughout:
 
-* a **finding** is a case whose status is a TVM finding (:data:`fuzzharness.verdict.FINDINGS`:
+* a **finding** is a case whose status is a TVM finding (:data:`fuzzharness.core.verdict.FINDINGS`:
   wrong_result, nan_inf, order_preserving_divergence, compile_error, crash, timeout);
   harness errors are bugs of this harness and are never counted as TVM's;
 * the **failure rate** of a primitive is findings / cases among the cases that applied it
   (a case counts once for every primitive it applied, so rates do not add up to the total);
 * the **error/bound ratio** of a passing case is its worst element's |actual − reference| /
-  bound (:mod:`oracles.compare`); 0 means bitwise equal to the reference as the oracle sees
+  bound (:mod:`fuzzharness.oracles.compare`); 0 means bitwise equal to the reference as the oracle sees
   it (every exact-integer pass), 1 is the bound itself;
 * a bucket is **known** when the known-bugs file matches its signature, else **new**.
 """
@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fuzzharness.verdict import FINDINGS, Status
-from reports.load import Campaigns
+from fuzzharness.core.verdict import FINDINGS, Status
+from fuzzharness.reports.load import Campaigns
 
 STATUS_ORDER = [s.value for s in Status]
 FINDING_VALUES = sorted(s.value for s in FINDINGS)
@@ -187,7 +187,7 @@ def bucket_list(data: Campaigns, known_bugs: Any = None) -> pd.DataFrame:
     ``known``: ``"new"``, ``"known"`` or ``"harness"`` (a bug of this harness, never TVM's).
     Sorted: new first, then by count.
     """
-    from fuzzharness.buckets import KnownBugs, Signature
+    from fuzzharness.engine.buckets import KnownBugs, Signature
 
     b = data.buckets
     cols = ["key", "title", "symptom", "stage", "count", "first_seen", "last_seen", "campaigns",

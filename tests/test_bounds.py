@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 import tests.plugins.wrong_programs  # noqa: F401
-from fuzzharness.case import Case
-from fuzzharness.execute import execute
-from fuzzharness.verdict import Status
-from oracles import bounds, numerics
-from oracles.bounds import Approx
-from oracles.compare import judge
+from fuzzharness.core.case import Case
+from fuzzharness.core.verdict import Status
+from fuzzharness.execution.stages import execute
+from fuzzharness.oracles import bounds, numerics
+from fuzzharness.oracles.bounds import Approx
+from fuzzharness.oracles.compare import judge
 
 FUNCS = {"exp": bounds.exp, "sigmoid": bounds.sigmoid, "tanh": bounds.tanh,
          "rsqrt": bounds.rsqrt, "sqrt": bounds.sqrt}
@@ -36,7 +36,7 @@ def float32_sample() -> np.ndarray:
 def tvm_apply(func: str, x: np.ndarray) -> np.ndarray:
     import tvm
 
-    from fuzzharness.tvm_support import parse_prim_func
+    from fuzzharness.core.tvm_support import parse_prim_func
 
     dt = "bfloat16" if x.dtype == ml_dtypes.bfloat16 else str(x.dtype)
     src = f'''
@@ -99,7 +99,7 @@ def test_meaningless_gamma_is_inconclusive_never_pass_or_fail():
 
 
 def test_generator_switches_to_exact_mode_where_gamma_is_meaningless():
-    from generators.cases import GenSettings, generate_case
+    from fuzzharness.generators.cases import GenSettings, generate_case
 
     settings = GenSettings(workloads=("matmul",), dtypes=("bfloat16",), exact_fraction=0.0,
                            max_steps=0)

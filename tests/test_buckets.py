@@ -7,19 +7,19 @@ import sqlite3
 
 import pytest
 
-from fuzzharness.buckets import (
+from fuzzharness.core.case import Case
+from fuzzharness.core.verdict import Stage, Status, Verdict
+from fuzzharness.engine.buckets import (
     KnownBugs,
     KnownBugsError,
     normalize_message,
     signature,
     trace_primitives,
 )
-from fuzzharness.case import Case
 from fuzzharness.engine.db import ResultsDB
 from fuzzharness.engine.progress import Progress
-from fuzzharness.execute import execute
-from fuzzharness.verdict import Stage, Status, Verdict
-from generators.cases import GenSettings, generate_case
+from fuzzharness.execution.stages import execute
+from fuzzharness.generators.cases import GenSettings, generate_case
 from tests.conftest import run_cli
 
 
@@ -73,8 +73,8 @@ def scheduled_case(workload, params, schedule, *, oracle="bound", distribution="
     (``block``: the block's name; default the workload's reduction block)."""
     from tvm import s_tir
 
-    from fuzzharness.tvm_support import trace_to_json
-    from generators.workloads import workloads
+    from fuzzharness.core.tvm_support import trace_to_json
+    from fuzzharness.generators.workloads import workloads
 
     sch = s_tir.Schedule(workloads[workload].prim_func(params))
     block = sch.get_sblock(block or ("C" if workload == "matmul" else "B"))
@@ -223,8 +223,8 @@ def test_harness_errors_are_bucketed_but_not_findings():
 def test_trace_primitives_name_the_schedule_methods_applied():
     from tvm import s_tir
 
-    from fuzzharness.buckets import ANNOTATION_PRIMITIVES
-    from fuzzharness.tvm_support import blame_tvm
+    from fuzzharness.core.tvm_support import blame_tvm
+    from fuzzharness.engine.buckets import ANNOTATION_PRIMITIVES
 
     methods = {m for m in dir(s_tir.Schedule) if not m.startswith("_")}
     checked = 0
@@ -236,7 +236,7 @@ def test_trace_primitives_name_the_schedule_methods_applied():
             continue
         checked += 1
         if case.workload_name == "graph":  # its primitives: ops + each fused function's trace
-            from generators.graphs.spec import graph_primitives
+            from fuzzharness.generators.graphs.spec import graph_primitives
 
             got = set(graph_primitives(case.to_dict()))
             methods |= {str(n["op"]) for n in case.params["nodes"]} | {"convert_layout", "dlight"}

@@ -5,9 +5,9 @@ import sqlite3
 
 import pytest
 
-from fuzzharness.case import Case
-from fuzzharness.execute import execute
-from fuzzharness.verdict import Verdict
+from fuzzharness.core.case import Case
+from fuzzharness.core.verdict import Verdict
+from fuzzharness.execution.stages import execute
 from tests.conftest import run_cli
 
 
@@ -63,7 +63,7 @@ def test_replay_command_reports_reproduction(campaign_dir):
 
 
 def test_generated_case_equals_the_stored_case(campaign_dir):
-    from generators.cases import GenSettings, generate_case
+    from fuzzharness.generators.cases import GenSettings, generate_case
 
     idx, case_json, *_ = rows(campaign_dir)[7]
     assert generate_case(4, idx, GenSettings()).to_dict() == json.loads(case_json)

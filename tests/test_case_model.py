@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from fuzzharness.case import Case, CaseFormatError
-from generators.cases import GenSettings, generate_case
+from fuzzharness.core.case import Case, CaseFormatError
+from fuzzharness.generators.cases import GenSettings, generate_case
 
 
 def small_case(**over):

@@ -4,7 +4,7 @@ import json
 import subprocess
 import sys
 
-from generators.cases import GenSettings, generate_case
+from fuzzharness.generators.cases import GenSettings, generate_case
 
 SCRIPT = """
 import json
@@ -48,7 +48,7 @@ def test_disabled_primitive_does_not_shift_earlier_draws():
     used = [s["primitive"] for s in steps if s["outcome"] == "accepted"]
     assert used, "seed 5 / index 3 should schedule something"
     off = used[-1]
-    from generators.schedules import primitives
+    from fuzzharness.generators.schedules import primitives
 
     reduced = generate_case(5, 3, GenSettings(primitives=tuple(
         p for p in primitives.names() if p != off)))

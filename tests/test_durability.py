@@ -119,7 +119,7 @@ def test_sigkill_of_the_driver_then_resume_loses_and_duplicates_nothing(tmp_path
 
 HANGING_DRIVER = """
 import sys
-from fuzzharness.case import Case
+from fuzzharness.core.case import Case
 from fuzzharness.engine.pool import WorkerPool
 case = Case(workload={"name": "test_chaos", "params": {"M": 2, "N": 2, "dtype": "float32",
                                                        "behaviour": "hang", "at": "run"}},

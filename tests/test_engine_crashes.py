@@ -12,11 +12,11 @@ import sqlite3
 import pytest
 
 import tests.plugins.chaos as chaos
-from fuzzharness.case import Case
+from fuzzharness.core.case import Case
+from fuzzharness.core.verdict import Status
 from fuzzharness.engine.executor import ExecutorConfig, make_executor
 from fuzzharness.engine.pool import WorkerPool, WorkerStartError
-from fuzzharness.verdict import Status
-from generators.cases import GenSettings, generate_case
+from fuzzharness.generators.cases import GenSettings, generate_case
 from tests.conftest import ROOT, run_cli
 
 N_CASES = 10

@@ -8,10 +8,10 @@ trace share one PrimFunc — which is only sound if scheduling never mutates it.
 
 import tvm_ffi
 
+from fuzzharness.core.tvm_support import parse_prim_func
 from fuzzharness.engine.tasks import run_task
-from fuzzharness.tvm_support import parse_prim_func
-from generators.cases import GenSettings, generate_case
-from generators.workloads import workloads
+from fuzzharness.generators.cases import GenSettings, generate_case
+from fuzzharness.generators.workloads import workloads
 
 
 def test_a_case_parses_its_program_once_and_scheduling_never_mutates_it():

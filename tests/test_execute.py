@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 import tests.plugins.wrong_programs  # noqa: F401  (registers the wrong programs)
-from fuzzharness.case import Case
-from fuzzharness.execute import execute
-from fuzzharness.verdict import Stage, Status
+from fuzzharness.core.case import Case
+from fuzzharness.core.verdict import Stage, Status
+from fuzzharness.execution.stages import execute
 
 SPLIT_REORDER = None  # filled lazily: a real trace from TVM
 
@@ -21,8 +21,8 @@ def split_reorder_trace(workload, params):
     """A legal schedule: split the reduction loop and move its outer part outermost."""
     from tvm import s_tir
 
-    from fuzzharness.tvm_support import trace_to_json
-    from generators.workloads import workloads
+    from fuzzharness.core.tvm_support import trace_to_json
+    from fuzzharness.generators.workloads import workloads
 
     func = workloads[workload].prim_func(params)
     sch = s_tir.Schedule(func)

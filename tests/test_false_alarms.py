@@ -25,10 +25,10 @@ import numpy as np
 import pytest
 
 from fuzzharness.backends.llvm import codegen_tir, lower_tir
-from generators.inputs import make_inputs
-from generators.workloads import workloads
-from oracles.compare import judge
-from oracles.program import Numerics
+from fuzzharness.generators.inputs import make_inputs
+from fuzzharness.generators.workloads import workloads
+from fuzzharness.oracles.compare import judge
+from fuzzharness.oracles.program import Numerics
 
 DISTRIBUTIONS = ("uniform", "normal", "cancellation", "wide_range")
 SCHEDULES_PER_SET = 25
@@ -118,7 +118,7 @@ def every_slice_has_work(sch, block, loop) -> bool:
     whatever memory held (garbage, or nan).  Such draws are excluded here: this test is
     about false alarms on *correct* schedules.
     """
-    from oracles.order import _eval, _Site, _sites
+    from fuzzharness.oracles.order import _eval, _Site, _sites
 
     site: _Site = _sites(sch.mod["main"])[str(sch.get(block).name_hint)][0]
     loops = site.loops
@@ -132,7 +132,7 @@ def every_slice_has_work(sch, block, loop) -> bool:
 
 
 def loop_kinds(sch, block, loops) -> list[str]:
-    from generators.schedules.base import ScheduleState
+    from fuzzharness.generators.schedules.base import ScheduleState
 
     return ScheduleState(sch, None).loop_kinds(block)
 
@@ -149,7 +149,7 @@ def compile_batch(funcs, opt_default: bool):
 def run(kernel, specs, out_specs, inputs):
     import tvm
 
-    from oracles.numerics import numpy_dtype
+    from fuzzharness.oracles.numerics import numpy_dtype
 
     args = [tvm.runtime.tensor(inputs[s.name].copy()) for s in specs]
     outs = [tvm.runtime.tensor(np.full(o.shape, np.nan, dtype=numpy_dtype(o.dtype))) for o in out_specs]
@@ -212,7 +212,7 @@ def test_schedule_drawer_reassociates(name):
     """The drawer produces rfactor and reduction-loop permutations, not only spatial moves."""
     from tvm.s_tir.schedule.schedule import ScheduleError
 
-    from oracles.order import accumulation_order
+    from fuzzharness.oracles.order import accumulation_order
 
     rng = random.Random(5)
     params = next(p for n, p in param_sets(random.Random(1)) if n == name)

@@ -18,11 +18,11 @@ import sqlite3
 import numpy as np
 import pytest
 
-from fuzzharness.case import Case
-from fuzzharness.execute import execute
-from fuzzharness.tvm_support import trace_to_json
-from fuzzharness.verdict import Stage, Status
-from generators.workloads import workloads
+from fuzzharness.core.case import Case
+from fuzzharness.core.tvm_support import trace_to_json
+from fuzzharness.core.verdict import Stage, Status
+from fuzzharness.execution.stages import execute
+from fuzzharness.generators.workloads import workloads
 from tests.conftest import run_cli
 
 ADRENO = {"kind": "opencl", "device": "adreno"}
@@ -214,10 +214,10 @@ def test_cuda_kernel_params_point_at_the_argument_values():
 @pytest.mark.parametrize("dtype", ["float16-acc32", "int8-acc32"])
 def test_tensor_core_schedules_compile_with_wmma(dtype, nvcc):
     """MetaSchedule's cuda-tensorcore space tensorizes with TVM's wmma intrinsics."""
-    from generators import draw
-    from generators.cases import TARGET_PRESETS
-    from generators.gpu.base import GpuTarget
-    from generators.gpu.metaschedule_style import MetaScheduleStyle
+    from fuzzharness.generators import draw
+    from fuzzharness.generators.cases import TARGET_PRESETS
+    from fuzzharness.generators.gpu.base import GpuTarget
+    from fuzzharness.generators.gpu.metaschedule_style import MetaScheduleStyle
 
     target = TARGET_PRESETS["cuda"]
     p = {"M": 32, "N": 32, "K": 64, "dtype": dtype}
@@ -241,7 +241,7 @@ def test_tensor_core_schedules_compile_with_wmma(dtype, nvcc):
 
 
 def test_generated_gpu_cases_are_deterministic_and_end_in_verdicts(opencl):
-    from generators.cases import TARGET_PRESETS, GenSettings, generate_case
+    from fuzzharness.generators.cases import TARGET_PRESETS, GenSettings, generate_case
 
     seen = set()
     for name in ("opencl", "adreno"):

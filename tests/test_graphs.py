@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 import tests.plugins.wrong_graph_ops  # noqa: F401  (registers test_wrong_relu, weight 0)
-from fuzzharness.case import Case
-from fuzzharness.execute import execute
-from fuzzharness.verdict import Status
-from generators import draw as draws
-from generators.graphs.ops import DrawContext, graph_ops
-from generators.graphs.spec import GRAPH_WORKLOAD, Graph, InvalidGraph
+from fuzzharness.core.case import Case
+from fuzzharness.core.verdict import Status
+from fuzzharness.execution.stages import execute
+from fuzzharness.generators import draw as draws
+from fuzzharness.generators.graphs.ops import DrawContext, graph_ops
+from fuzzharness.generators.graphs.spec import GRAPH_WORKLOAD, Graph, InvalidGraph
 
 REQUIRED_OPS = {"conv2d", "matmul", "add", "relu", "gelu", "softmax", "layer_norm",
                 "max_pool2d", "avg_pool2d", "reshape", "transpose", "layout_transform", "concat"}
@@ -83,7 +83,7 @@ def test_shapes_follow_references_and_invalid_graphs_are_refused():
 
 
 def test_generation_is_deterministic_and_valid():
-    from generators.cases import GenSettings, generate_case
+    from fuzzharness.generators.cases import GenSettings, generate_case
 
     s = GenSettings(workloads=(GRAPH_WORKLOAD,), metaschedule_fraction=0.0)
     a = [generate_case(3, i, s).to_dict() for i in range(6)]
@@ -95,7 +95,7 @@ def test_generation_is_deterministic_and_valid():
 
 
 def test_default_campaigns_mix_tir_and_graph_cases():
-    from generators.cases import GenSettings, generate_case
+    from fuzzharness.generators.cases import GenSettings, generate_case
 
     kinds = []
     for i in range(40):
@@ -123,9 +123,9 @@ def test_one_graph_per_op_passes(op, dtype):
 
 def test_legalization_accumulates_where_the_reference_says():
     """The reference's error model assumes TVM's accumulation dtypes; read them from the TIR."""
-    from fuzzharness.pipelines.relax import legalize, prim_functions
-    from generators.graphs.program import build_module
-    from oracles.program import Numerics
+    from fuzzharness.generators.graphs.program import build_module
+    from fuzzharness.kinds.relax.run import legalize, prim_functions
+    from fuzzharness.oracles.program import Numerics
 
     expect = {"conv2d": None, "matmul": None, "softmax": None, "avg_pool2d": None,
               "max_pool2d": None, "layer_norm": "float32"}  # None: the graph dtype (or acc)
@@ -147,7 +147,7 @@ def test_legalization_accumulates_where_the_reference_says():
 
 def test_exact_integer_mode_is_bitwise():
     g = single_op_graph("conv2d", "float16", 0)
-    from generators.graphs.reference import int_max
+    from fuzzharness.generators.graphs.reference import int_max
 
     assert int_max(g) > 0
     v = execute(graph_case(g, distribution="small_ints", oracle="exact")).verdict
@@ -178,8 +178,8 @@ def test_wrong_graph_is_caught():
 
 
 def test_minimization_keeps_the_failure_and_shrinks_the_graph():
-    from fuzzharness.buckets import signature
-    from generators.graphs import minimize
+    from fuzzharness.engine.buckets import signature
+    from fuzzharness.generators.graphs import minimize
 
     case = graph_case(BIG_WRONG)
     target = signature(case.to_dict(), execute(case).verdict)
@@ -203,7 +203,7 @@ def test_minimization_keeps_the_failure_and_shrinks_the_graph():
 
 
 def test_repro_script_reproduces_and_says_fixed_when_fixed(tmp_path):
-    from generators.graphs import repro
+    from fuzzharness.generators.graphs import repro
 
     case = graph_case(BIG_WRONG)
     verdict = execute(case).verdict
@@ -251,8 +251,8 @@ def test_minimize_command_shrinks_a_graph_case_into_a_verified_relax_repro(tmp_p
 
 
 def _drawn_schedules_for(graph: dict) -> dict:
-    from generators.cases import GenSettings
-    from generators.graphs.cases import draw_function_schedules
+    from fuzzharness.generators.cases import GenSettings
+    from fuzzharness.generators.graphs.cases import draw_function_schedules
 
     data = draws.for_case(2, 0, purpose="graph-test-schedules")
     functions, _ = draw_function_schedules(Graph.from_dict(graph), {"kind": "llvm"}, None,
@@ -303,8 +303,8 @@ def test_nchw4c_conversion_is_a_known_tvm_bug_on_llvm():
 
 
 def _drawn_schedules(source: str, seed: int):
-    from generators.cases import GenSettings
-    from generators.graphs.cases import draw_function_schedules
+    from fuzzharness.generators.cases import GenSettings
+    from fuzzharness.generators.graphs.cases import draw_function_schedules
 
     data = draws.for_case(seed, 0, purpose="graph-test-schedules")
     return draw_function_schedules(Graph.from_dict(MODEL), {"kind": "llvm"}, None, source,
@@ -313,9 +313,9 @@ def _drawn_schedules(source: str, seed: int):
 
 @pytest.mark.parametrize("source", ["graph:random", "graph:metaschedule"])
 def test_per_function_schedules_replay_and_pass(source):
-    from fuzzharness.pipelines.relax import legalize, prim_functions
-    from fuzzharness.tvm_support import structural_equal
-    from generators.graphs.program import build_module
+    from fuzzharness.core.tvm_support import structural_equal
+    from fuzzharness.generators.graphs.program import build_module
+    from fuzzharness.kinds.relax.run import legalize, prim_functions
 
     functions, steps = _drawn_schedules(source, 2)
     assert functions and any(s["outcome"] == "accepted" for s in steps)
@@ -368,8 +368,8 @@ def test_adreno_texture_scopes_reach_the_opencl_kernels():
     if why := _opencl_images():
         pytest.skip(why)
     from fuzzharness.backends import backends
-    from fuzzharness.pipelines.relax import CallInterpreter, graph_target, legalize
-    from generators.graphs.program import build_module
+    from fuzzharness.generators.graphs.program import build_module
+    from fuzzharness.kinds.relax.run import CallInterpreter, graph_target, legalize
 
     target = graph_target(ADRENO)
     assert "texture" in target["keys"]
@@ -394,8 +394,8 @@ def test_adreno_texture_conv2d_is_correct():
 
 # -- bounds ------------------------------------------------------------------------------------------
 def test_bilinear_bound_covers_exact_operands_like_the_dot_product_rule():
-    from oracles import bounds
-    from oracles.bounds import Approx
+    from fuzzharness.oracles import bounds
+    from fuzzharness.oracles.bounds import Approx
 
     rng = np.random.default_rng(0)
     a, b = rng.uniform(-1, 1, (5, 40)), rng.uniform(-1, 1, (40, 3))
@@ -414,8 +414,8 @@ def test_erf_bound_holds_for_tvms_erf():
     import tvm
     from tvm.script import tirx as T
 
-    from oracles import bounds
-    from oracles.bounds import Approx
+    from fuzzharness.oracles import bounds
+    from fuzzharness.oracles.bounds import Approx
 
     rng = np.random.default_rng(0)
     f16 = np.arange(2**16, dtype=np.uint16).view(np.float16)
@@ -443,11 +443,11 @@ def main(A: T.Buffer(({n},), "float32"), B: T.Buffer(({n},), "float32")):
 
 # -- schedule generation on Relax-legalized functions (known TVM bugs avoided) ---------------------
 def test_merge_is_proposed_producer_first_unless_known_bug_sites():
-    from fuzzharness.pipelines.relax import legalize, prim_functions
-    from fuzzharness.tvm_support import is_schedule_error
-    from generators.graphs.program import build_module
-    from generators.schedules.base import ScheduleOptions, ScheduleState
-    from generators.schedules.merge import Merge
+    from fuzzharness.core.tvm_support import is_schedule_error
+    from fuzzharness.generators.graphs.program import build_module
+    from fuzzharness.generators.schedules.base import ScheduleOptions, ScheduleState
+    from fuzzharness.generators.schedules.merge import Merge
+    from fuzzharness.kinds.relax.run import legalize, prim_functions
 
     g = Graph.from_dict({"dtype": "float32", "inputs": [{"name": "x0", "shape": [4, 6]}],
                          "nodes": [{"name": "n0", "op": "relu", "args": ["x0"], "attrs": {}},

@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from fuzzharness.buckets import Signature, signature
-from fuzzharness.case import Case
+from fuzzharness.core.case import Case
+from fuzzharness.core.verdict import Stage, Status, Verdict
+from fuzzharness.engine.buckets import Signature, signature
 from fuzzharness.minimize import trace_edit
 from fuzzharness.minimize.ddmin import ddmin, split
 from fuzzharness.minimize.predicate import SameBug
-from fuzzharness.verdict import Stage, Status, Verdict
 
 
 # -- trace edits (plain data) ---------------------------------------------------------------------
@@ -70,8 +70,8 @@ def test_dead_lookups_match_tvm_trace_simplified():
     """On a real trace: our plain-data DCE leaves what TVM's Trace.simplified leaves."""
     from tvm import s_tir
 
-    from fuzzharness.tvm_support import replay_trace, trace_to_json
-    from generators.workloads import workloads
+    from fuzzharness.core.tvm_support import replay_trace, trace_to_json
+    from fuzzharness.generators.workloads import workloads
 
     func = workloads["matmul"].prim_func({"M": 8, "N": 8, "K": 8, "dtype": "float32"})
     sch = s_tir.Schedule(func)
@@ -165,8 +165,8 @@ def test_hypothesis_shrinks_the_choice_sequence_of_a_generated_case():
     simpler choices, and regenerates identically from the shrunk choices."""
     import time
 
+    from fuzzharness.generators.cases import GenSettings, generate_case
     from fuzzharness.minimize.hypothesis_shrink import draw, shrink_choices
-    from generators.cases import GenSettings, generate_case
 
     settings = GenSettings(workloads=("matmul", "row_sum"), primitives=("split", "reorder", "fuse"),
                            metaschedule_fraction=0.0)
@@ -200,8 +200,8 @@ def loop_partition_case() -> Case:
     annotation, parallel, unroll): TVM 0.27 re-runs the init in every partition."""
     from tvm import s_tir
 
-    from fuzzharness.tvm_support import trace_to_json
-    from generators.workloads import workloads
+    from fuzzharness.core.tvm_support import trace_to_json
+    from fuzzharness.generators.workloads import workloads
 
     params = {"M": 6, "N": 20, "dtype": "float16"}
     sch = s_tir.Schedule(workloads["row_sum"].prim_func(params))
@@ -221,7 +221,7 @@ def loop_partition_case() -> Case:
 
 @pytest.fixture(scope="module")
 def minimized_loop_partition():
-    from fuzzharness.execute import execute
+    from fuzzharness.execution.stages import execute
     from fuzzharness.minimize import minimize
 
     case = loop_partition_case()

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from fuzzharness.case import Case
-from fuzzharness.execute import execute
-from fuzzharness.verdict import Status
-from generators import draw as draws
-from generators import options
+from fuzzharness.core.case import Case
+from fuzzharness.core.verdict import Status
+from fuzzharness.execution.stages import execute
+from fuzzharness.generators import draw as draws
+from fuzzharness.generators import options
 
 CANDIDATE_CPUS = ("x86-64-v4", "sapphirerapids", "graniterapids", "znver5", "alderlake",
                   "diamondrapids", "cannonlake")

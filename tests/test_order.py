@@ -9,12 +9,12 @@ import pytest
 
 import tests.plugins.fault_backends as faults
 import tests.plugins.wrong_programs  # noqa: F401  (registers the wrong programs)
-from fuzzharness.case import Case
-from fuzzharness.execute import execute
-from fuzzharness.tvm_support import trace_to_json
-from fuzzharness.verdict import Status
-from generators.workloads import workloads
-from oracles.order import accumulation_order
+from fuzzharness.core.case import Case
+from fuzzharness.core.tvm_support import trace_to_json
+from fuzzharness.core.verdict import Status
+from fuzzharness.execution.stages import execute
+from fuzzharness.generators.workloads import workloads
+from fuzzharness.oracles.order import accumulation_order
 
 MATMUL = {"M": 6, "N": 5, "K": 37, "dtype": "float16"}
 
@@ -130,7 +130,7 @@ def spatial_schedule(sch, rng: random.Random) -> None:
     reduction loops, parallel/vectorize/unroll, caches, decompose_reduction."""
     from tvm.s_tir.schedule.schedule import ScheduleError
 
-    from generators.schedules.base import ScheduleState
+    from fuzzharness.generators.schedules.base import ScheduleState
 
     state = ScheduleState(sch, None)
     for _ in range(rng.randint(1, 5)):
@@ -268,7 +268,7 @@ def test_the_baseline_is_built_only_when_it_can_tell_something(build, mode, expe
 
 
 def test_auto_checks_a_stable_sample_of_the_order_preserving_cases():
-    from oracles.metamorphic import ORDER_CHECK_SHARE
+    from fuzzharness.oracles.metamorphic import ORDER_CHECK_SHARE
 
     trace = trace_to_json(schedule("matmul", MATMUL, _split_k_outer).trace)
     built = []

@@ -51,8 +51,8 @@ def outcomes(stdout: str) -> dict[str, str]:
 
 def llvm_combos() -> int:
     """(workload, dtype) combinations the llvm sample must cover at least once each."""
-    from generators.cases import GenSettings
-    from generators.workloads import workloads
+    from fuzzharness.generators.cases import GenSettings
+    from fuzzharness.generators.workloads import workloads
 
     graphs = len(workloads["graph"].dtype_labels)  # campaigns mix whole-graph cases in
     return sum(len(workloads[w].dtype_labels) for w in GenSettings().workload_names()) + graphs
@@ -62,7 +62,7 @@ def test_plain_pytest_deselects_and_imports_nothing(tmp_path):
     """Without -m differential: nothing planned, no TVM, no worker, no output folder."""
     probe = ("import sys\n"
              "def pytest_terminal_summary(terminalreporter):\n"
-             "    mods = [m for m in ('tvm', 'generators.workloads', 'fuzzharness.engine.pool')"
+             "    mods = [m for m in ('tvm', 'fuzzharness.generators.workloads', 'fuzzharness.engine.pool')"
              " if m in sys.modules]\n"
              "    terminalreporter.write_line(f'IMPORTED {mods}')\n")
     r = run_pytest(tmp_path, conftest=probe, extra_tests={"test_plain.py": "def test_x(): pass\n"})
@@ -107,7 +107,7 @@ def test_wrong_program_fails_with_verdict_and_case(tmp_path):
     # case i of the sample is generate_case(seed, i, settings for its combination): the seed
     # given back regenerates it
     import tests.plugins.wrong_programs  # noqa: F401
-    from generators.cases import GenSettings, generate_case
+    from fuzzharness.generators.cases import GenSettings, generate_case
 
     regenerated = generate_case(11, int(index), GenSettings(
         workloads=("test_matmul_off_by_one",), dtypes=(dtype,), target={"kind": "llvm"}))
@@ -146,7 +146,7 @@ def test_profiles_and_usage_errors(tmp_path):
     # fewer cases than combinations: every (target, workload, dtype) still gets one
     few = run_pytest(tmp_path, *base, "--fuzz-cases", "1", conftest=conftest)
     ids = re.findall(r"::test_case\[llvm-(\w+)-([\w-]+)-\d+\]", few.stdout)
-    from generators.workloads import workloads
+    from fuzzharness.generators.workloads import workloads
 
     expected = {(w, d) for w in workloads.names() if workloads[w].default or w == "graph"
                 for d in workloads[w].dtype_labels}
@@ -162,7 +162,7 @@ def test_profiles_and_usage_errors(tmp_path):
 
 def test_unavailable_target_is_skipped_with_reason(tmp_path):
     from fuzzharness.backends import backends
-    from generators.cases import TARGET_PRESETS
+    from fuzzharness.generators.cases import TARGET_PRESETS
 
     reason = backends["cuda"].unavailable(TARGET_PRESETS["cuda"])
     if reason is None:
@@ -179,9 +179,9 @@ def test_unavailable_target_is_skipped_with_reason(tmp_path):
 def test_corpus_entries(tmp_path):
     """reproduces → xfail(strict); a fixed bug XPASSes and fails; fixed entries must pass."""
     import tests.plugins.wrong_programs  # noqa: F401
-    from fuzzharness.buckets import signature
-    from fuzzharness.execute import execute
-    from generators.cases import GenSettings, generate_case
+    from fuzzharness.engine.buckets import signature
+    from fuzzharness.execution.stages import execute
+    from fuzzharness.generators.cases import GenSettings, generate_case
 
     def case(workload):
         c = generate_case(5, 0, GenSettings(workloads=(workload,), dtypes=("float32",),
@@ -208,7 +208,7 @@ def test_corpus_entries(tmp_path):
             "date": "2026-11-21"}))
     # a failure while the schedule was drawn: case.json holds the trace before the failing
     # call (it passes when replayed); the script makes the call; the stored verdict is the bug
-    from fuzzharness.verdict import Stage, Status, Verdict
+    from fuzzharness.core.verdict import Stage, Status, Verdict
 
     drawn = Verdict(Status.COMPILE_ERROR, Stage.SCHEDULE, "InternalError: Check failed: x",
                     details={"site": "s_tir/schedule/primitive/reindex.cc:ReIndex"})

@@ -161,7 +161,7 @@ def test_crashing_cases_are_classified_as_locally_and_survived(ray_head, tmp_pat
 def test_an_actor_lost_in_mid_task_costs_nothing(ray_head, monkeypatch):
     """Ray kills an actor while its task runs: the task runs again on a fresh actor."""
     from fuzzharness.engine.executor import ExecutorConfig, make_executor
-    from generators.cases import GenSettings, generate_case
+    from fuzzharness.generators.cases import GenSettings, generate_case
 
     monkeypatch.setenv("PYTHONPATH", ray_test_env()["PYTHONPATH"])
     gen = GenSettings(workloads=("row_sum",), max_steps=0)

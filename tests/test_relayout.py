@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
-from fuzzharness.case import Case
-from fuzzharness.execute import execute
-from fuzzharness.tvm_support import trace_to_json
-from fuzzharness.verdict import Status
-from generators.schedules.relayout import Layout, param_layouts
-from generators.workloads import workloads
+from fuzzharness.core.case import Case
+from fuzzharness.core.tvm_support import trace_to_json
+from fuzzharness.core.verdict import Status
+from fuzzharness.execution.relayout import Layout, param_layouts
+from fuzzharness.execution.stages import execute
+from fuzzharness.generators.workloads import workloads
 
 PARAMS = {"M": 5, "N": 6, "K": 19, "dtype": "float32"}
 
@@ -64,7 +64,7 @@ def test_relaid_out_parameters_run_and_pass(dist, oracle):
 def test_unfilled_output_padding_is_a_wrong_result():
     """TVM promises the pad value in a padded output; a kernel that leaves the poison there
     fails.  (Simulated on the arrays: the layout check, not TVM, is under test here.)"""
-    from generators.schedules.relayout import unfilled_padding
+    from fuzzharness.execution.relayout import unfilled_padding
 
     layout = Layout((2, 6), [index_map(lambda i, j: [j // 4, i, j % 4], 2)])
     y = layout.to_kernel(np.ones((2, 6), dtype=np.float32))

@@ -54,8 +54,8 @@ def fingerprint(d):
 
 
 def test_tables_agree_with_the_database(campaigns):
-    from reports import tables
-    from reports.load import load_campaigns
+    from fuzzharness.reports import tables
+    from fuzzharness.reports.load import load_campaigns
 
     data = load_campaigns(campaigns)
     total = sum(db_rows(d, "SELECT COUNT(*) FROM results")[0][0] for d in campaigns)

@@ -11,22 +11,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fuzzharness.buckets import signature
-from fuzzharness.case import Case
-from fuzzharness.execute import execute
+from fuzzharness.core.case import Case
+from fuzzharness.core.tvm_support import trace_to_json, versions
+from fuzzharness.core.verdict import Status
+from fuzzharness.engine.buckets import signature
+from fuzzharness.execution.stages import execute
 from fuzzharness.repro import arrays
 from fuzzharness.repro.package import write_repro
 from fuzzharness.repro.script import error_pattern, write_script
 from fuzzharness.repro.verify import foreign_imports, run_script
-from fuzzharness.tvm_support import trace_to_json, versions
-from fuzzharness.verdict import Status
 from tests.conftest import ROOT, run_cli
 
 
 def scheduled(workload: str, params: dict, build, *, oracle="exact", distribution="ones") -> Case:
     from tvm import s_tir
 
-    from generators.workloads import workloads
+    from fuzzharness.generators.workloads import workloads
 
     sch = s_tir.Schedule(workloads[workload].prim_func(params))
     build(sch)
@@ -148,10 +148,10 @@ def test_failure_while_drawing_the_schedule_gets_a_script(tmp_path, monkeypatch)
     from hypothesis import strategies as st
     from tvm import s_tir
 
-    import generators.cases as cases
+    import fuzzharness.generators.cases as cases
+    from fuzzharness.generators import draw as draws
     from fuzzharness.minimize.hypothesis_shrink import draw
     from fuzzharness.repro.generation_failure import as_case, capture
-    from generators import draw as draws
 
     def failing_schedule(func, data, settings):
         sch = s_tir.Schedule(func)

@@ -24,9 +24,9 @@ import pytest
 
 import tests.plugins.remote_chaos as remote_chaos
 from fuzzharness.backends import rpc
-from fuzzharness.case import Case
-from fuzzharness.verdict import Status
-from generators.cases import GenSettings, generate_case
+from fuzzharness.core.case import Case
+from fuzzharness.core.verdict import Status
+from fuzzharness.generators.cases import GenSettings, generate_case
 from tests.conftest import ROOT, run_cli
 
 N_CASES = 8
@@ -183,7 +183,7 @@ def test_stock_tvm_server_that_stopped_serving_makes_cases_inconclusive(tmp_path
     server = rpc_server(tmp_path, stock=True)
     monkeypatch.setenv(rpc.ENV, json.dumps({"server": server.address, "connect_timeout": 3}))
     rpc.device_from_env.cache_clear()
-    from fuzzharness.execute import execute
+    from fuzzharness.execution.stages import execute
 
     def case(b):
         return Case(workload={"name": "test_kernel_chaos", "params": {
@@ -224,7 +224,7 @@ def test_bad_rpc_settings_are_one_line_errors(tmp_path):
 
 def test_device_and_executor_settings_round_trip_through_toml_and_resume(tmp_path):
     """Where cases run is a stored, resumable campaign setting; it is not part of any case."""
-    from fuzzharness.settings import RESUMABLE, CampaignSettings, load_toml
+    from fuzzharness.engine.settings import RESUMABLE, CampaignSettings, load_toml
 
     config = tmp_path / "c.toml"
     config.write_text('[campaign]\nexecutor = "ray"\nray_address = "127.0.0.9:6379"\n'

@@ -9,12 +9,17 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 import tests.plugins.schedule_workloads  # noqa: F401  (registers the multi-block workloads)
-from fuzzharness.tvm_support import is_schedule_error, replay_trace, structural_equal, trace_to_json
-from generators import draw as draws
-from generators.schedules import ScheduleOptions, primitives, random_schedule
-from generators.schedules.base import Primitive, Refused, method_name
-from generators.schedules.excused import EXCUSED, LOOKUPS, SOURCE_COVERS
-from generators.workloads import GenOptions, workloads
+from fuzzharness.core.tvm_support import (
+    is_schedule_error,
+    replay_trace,
+    structural_equal,
+    trace_to_json,
+)
+from fuzzharness.generators import draw as draws
+from fuzzharness.generators.schedules import ScheduleOptions, primitives, random_schedule
+from fuzzharness.generators.schedules.base import Primitive, Refused, method_name
+from fuzzharness.generators.schedules.excused import EXCUSED, LOOKUPS, SOURCE_COVERS
+from fuzzharness.generators.workloads import GenOptions, workloads
 
 #: single-block defaults plus the two multi-block programs of tests/plugins/schedule_workloads
 WORKLOADS = ("matmul", "row_sum", "test_dense_bias_relu", "test_pad_window_sum")
@@ -131,8 +136,8 @@ def test_non_schedule_errors_propagate_and_are_findings():
     """A TVM exception other than ScheduleError while scheduling reaches the worker, which
     reports compile_error at stage schedule (cache_index on a block without index
     computation: a known TVM bug, InternalError 'An empty SeqStmt is prohibited')."""
+    from fuzzharness.core.verdict import Stage, Status
     from fuzzharness.engine.tasks import _generation_failure
-    from fuzzharness.verdict import Stage, Status
 
     class CrashingCacheIndex(Primitive):
         name = "zz_crashing_cache_index"
@@ -187,7 +192,7 @@ def test_both_sources_replay_equal_with_their_sampling_decisions():
     """Random and MetaSchedule schedules, fixed seeds: the stored trace (JSON, through
     json.dumps/loads like the database) replays to the very module generation built —
     sampling instructions included, which only works if their decisions are stored."""
-    from generators.cases import GenSettings, draw_schedule
+    from fuzzharness.generators.cases import GenSettings, draw_schedule
 
     settings = GenSettings(metaschedule_fraction=0.5, max_steps=10)
     sampled = Counter()
@@ -208,9 +213,9 @@ def test_both_sources_replay_equal_with_their_sampling_decisions():
 
 
 def test_metaschedule_cases_are_postprocessed_and_pass():
-    from fuzzharness.execute import execute
-    from fuzzharness.verdict import Status
-    from generators.cases import GenSettings, generate_case
+    from fuzzharness.core.verdict import Status
+    from fuzzharness.execution.stages import execute
+    from fuzzharness.generators.cases import GenSettings, generate_case
 
     ms = GenSettings(metaschedule_fraction=1.0, option_fraction=0.0,
                      workloads=("matmul", "test_dense_bias_relu"))

@@ -2,9 +2,9 @@
 
 import os
 
-from fuzzharness.case import Case
+from fuzzharness.core.case import Case
+from fuzzharness.core.verdict import Status
 from fuzzharness.engine.pool import WorkerPool
-from fuzzharness.verdict import Status
 from tests.conftest import ROOT
 
 

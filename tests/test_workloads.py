@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fuzzharness.case import Case
-from fuzzharness.execute import execute
-from fuzzharness.verdict import Status
-from generators import draw as draws
-from generators.workloads import GenOptions, workloads
+from fuzzharness.core.case import Case
+from fuzzharness.core.verdict import Status
+from fuzzharness.execution.stages import execute
+from fuzzharness.generators import draw as draws
+from fuzzharness.generators.workloads import GenOptions, workloads
 
 FLOAT = ("uniform", "normal", "cancellation", "wide_range")
 
@@ -49,7 +49,7 @@ def unscheduled_outputs(name: str, params: dict):
     import tvm
 
     from fuzzharness.backends import backends
-    from fuzzharness.execute import inputs_dtype, poison
+    from fuzzharness.execution.stages import inputs_dtype, poison
 
     wl, llvm = workloads[name], backends["llvm"]
     program = llvm.build(llvm.codegen(llvm.lower(tvm.IRModule({"main": wl.prim_func(params)}),
@@ -70,10 +70,10 @@ def unscheduled_outputs(name: str, params: dict):
 def test_reference_agrees_with_tvm_unscheduled_build(name, label):
     """Two float distributions within the bound, special values by IEEE rules, exact mode bitwise
     — all on one build of the unscheduled program."""
-    from generators.inputs import make_inputs
-    from oracles import bounds
-    from oracles.compare import judge
-    from oracles.program import Numerics
+    from fuzzharness.generators.inputs import make_inputs
+    from fuzzharness.oracles import bounds
+    from fuzzharness.oracles.compare import judge
+    from fuzzharness.oracles.program import Numerics
 
     wl = workloads[name]
     params = draw(name, label, 0)
@@ -118,7 +118,7 @@ def test_every_family_of_the_catalog_is_registered():
 
 
 def test_blocks_are_named_after_what_they_compute():
-    from oracles.program import Numerics
+    from fuzzharness.oracles.program import Numerics
 
     p = draw("conv2d", "float16-acc32-out16", 0)
     blocks = Numerics(workloads["conv2d"].prim_func(p)).block_names
@@ -148,7 +148,7 @@ def _run_bf16(body: str, out_shape=(1,), inputs=()):
     import ml_dtypes
     import tvm
 
-    from fuzzharness.tvm_support import parse_prim_func
+    from fuzzharness.core.tvm_support import parse_prim_func
 
     params = "".join(f"A{i}: T.Buffer({a.shape}, 'bfloat16'), " for i, a in enumerate(inputs))
     src = f'''

@@ -2,7 +2,7 @@
 
 One backend per TVM target kind, registered by that kind's name.  The stages are separate
 methods so that a failure is attributed to the stage it happened in (see
-:class:`fuzzharness.verdict.Stage`): ``lower`` runs the TIR pass pipeline, ``codegen`` turns
+:class:`fuzzharness.core.verdict.Stage`): ``lower`` runs the TIR pass pipeline, ``codegen`` turns
 lowered TIR into a runtime module (LLVM IR, CUDA C, OpenCL C), ``build`` makes it executable
 (LLVM JIT, nvcc, an OpenCL program build) and ``run`` executes it on numpy arrays.
 """
@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from fuzzharness.registry import Registry
+from fuzzharness.core.registry import Registry
 
 
 class Backend:

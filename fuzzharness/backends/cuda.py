@@ -108,7 +108,7 @@ def kernel_params(values: list[tuple[str, str, Any]]) -> tuple[list[np.ndarray],
     (one 1-element array per argument, which must outlive the launch) and the ``uint64``
     array of their addresses.
     """
-    from oracles.numerics import numpy_dtype
+    from fuzzharness.oracles.numerics import numpy_dtype
 
     holders = []
     for kind, dtype, value in values:
@@ -217,7 +217,7 @@ class _PyCudaDriver:
             self.drv.memcpy_dtoh(out, ptr)
 
     def launch(self, f, grid, block, dyn_shared, values) -> None:
-        from oracles.numerics import numpy_dtype
+        from fuzzharness.oracles.numerics import numpy_dtype
 
         args = [np.uint64(v) if kind == "buffer" else np.dtype(numpy_dtype(dt)).type(v)
                 for kind, dt, v in values]
@@ -296,8 +296,8 @@ class CUDABackend(Backend):
         plan: LaunchPlan = program.code.plan
         module = d.load(program.binary)
         from fuzzharness.backends.opencl import check_redzone, redzone_bytes, with_redzone
-        from fuzzharness.execute import poison
-        from oracles.numerics import numpy_dtype
+        from fuzzharness.execution.stages import poison
+        from fuzzharness.oracles.numerics import numpy_dtype
 
         ptrs = [d.alloc(with_redzone(a)) for a in args]
         temps = {t.name: d.alloc(poison((t.elements,), np.dtype(numpy_dtype(t.dtype))))

@@ -25,7 +25,7 @@ from fuzzharness.backends.launch import LaunchPlan
 class GeneratedCodeError(Exception):
     """Code TVM generated was refused downstream (nvcc, an OpenCL compiler, a launch).
 
-    Blamed on TVM (``fuzzharness.execute`` checks ``blame_tvm``); ``fuzz_details`` goes into
+    Blamed on TVM (``fuzzharness.execution.stages`` checks ``blame_tvm``); ``fuzz_details`` goes into
     the verdict's details so that the failing source and the compiler log are kept.
     """
 

@@ -68,7 +68,7 @@ def texture_layout(shape: list[int] | tuple[int, ...], scope: str, dtype: str) -
 
 
 def _np_dtype(dtype: str) -> np.dtype:
-    from oracles.numerics import numpy_dtype
+    from fuzzharness.oracles.numerics import numpy_dtype
 
     return np.dtype(numpy_dtype(dtype))
 
@@ -234,7 +234,7 @@ class _Memory:
         return self.buffer(array)
 
     def temp(self, t):
-        from fuzzharness.execute import poison
+        from fuzzharness.execution.stages import poison
 
         scalar, lanes = _split_lanes(t.dtype)  # a vector temp (float32x4) holds lanes × elements
         dtype = _np_dtype(scalar)

@@ -23,7 +23,7 @@ Classification (the same statuses as locally, plus what only a remote device can
 * the device cannot be reached (refused, no answer within ``connect_timeout``, no free
   server for the key): the case was compiled and not run → ``inconclusive`` at ``run`` with
   ``details["not_run"]`` (like CUDA code on a host without a GPU).  The wait for a device is
-  not charged to the case's timeout (:func:`fuzzharness.warmup.paused`): a server serves one
+  not charged to the case's timeout (:func:`fuzzharness.core.warmup.paused`): a server serves one
   session at a time, and other workers' cases may hold it;
 * the remote call raised and the session still answers: the generated code raised → ``crash``
   of kind ``exception``, as locally;
@@ -269,7 +269,7 @@ class RemoteBackend(Backend):
             f"{errors[-1]}", errors)
 
     def _session(self, errors: list[str]):
-        from fuzzharness import warmup
+        from fuzzharness.core import warmup
 
         timeout = self.device.connect_timeout
         if self.device in _DOWN:

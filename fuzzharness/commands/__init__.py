@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fuzzharness.commands import corpus, minimize, replay, report, repro, run
-from fuzzharness.registry import Registry
+from fuzzharness.core.registry import Registry
 
 commands: Registry = Registry("command")
 commands.add("run", run)

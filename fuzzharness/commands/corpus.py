@@ -35,7 +35,7 @@ def add_arguments(p) -> None:
 
 
 def main(args, argv) -> int:
-    from fuzzharness.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+    from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_OK, UsageError
     from fuzzharness.repro import corpus
     from fuzzharness.repro.verify import run_script
 

@@ -47,7 +47,7 @@ def add_arguments(p) -> None:
 
 
 def main(args, argv) -> int:
-    from fuzzharness.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+    from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_OK, UsageError
     from fuzzharness.minimize.workflow import format_report, minimize_campaign
 
     if args.budget <= 0 or (args.total_budget is not None and args.total_budget <= 0):

@@ -27,9 +27,9 @@ def add_arguments(p) -> None:
 
 def load_case(args):
     """(case dict, stored verdict dict or None) from the command-line arguments."""
-    from fuzzharness.case import Case, CaseFormatError
+    from fuzzharness.core.case import Case, CaseFormatError
+    from fuzzharness.core.errors import UsageError
     from fuzzharness.engine.db import ResultsDB
-    from fuzzharness.errors import UsageError
 
     if args.db is not None:
         db = ResultsDB(args.db)
@@ -38,7 +38,7 @@ def load_case(args):
         if row is None:
             raise UsageError(f"no case {args.case!r} in {args.db}")
         if row["case"] is None:  # TVM failed (or died) while the schedule was being drawn
-            from fuzzharness.verdict import Verdict
+            from fuzzharness.core.verdict import Verdict
 
             seen = Verdict.from_dict(row["verdict"]).line()[:160] if row["verdict"] else "no verdict"
             raise UsageError(f"case #{row['idx']} failed while its schedule was drawn, so no case "
@@ -64,18 +64,18 @@ def run_isolated(case, timeout: float):
 
 
 def main(args, argv) -> int:
-    from fuzzharness.errors import EXIT_FINDINGS, EXIT_OK
-    from fuzzharness.verdict import Verdict
+    from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_OK
+    from fuzzharness.core.verdict import Verdict
 
     case, stored = load_case(args)
     # Validate names up front so a typo is a usage error, not a harness_error verdict.
     from fuzzharness.backends import backends
-    from generators.workloads import workloads
+    from fuzzharness.generators.workloads import workloads
 
     workloads[case.workload_name]
     backends[case.target.get("kind", "")]
     if args.in_process:
-        from fuzzharness.execute import execute
+        from fuzzharness.execution.stages import execute
 
         verdict = execute(case).verdict
     else:

@@ -33,8 +33,8 @@ def add_arguments(p) -> None:
 
 
 def main(args, argv) -> int:
-    from fuzzharness.errors import EXIT_OK, UsageError
-    from reports.report import build, render_html, render_markdown
+    from fuzzharness.core.errors import EXIT_OK, UsageError
+    from fuzzharness.reports.report import build, render_html, render_markdown
 
     out: Path = args.out
     if out.exists() and out.is_dir():

@@ -30,13 +30,13 @@ def add_arguments(p) -> None:
 
 
 def main(args, argv) -> int:
-    from fuzzharness.buckets import signature
     from fuzzharness.commands.replay import load_case
-    from fuzzharness.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+    from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+    from fuzzharness.core.tvm_support import versions
+    from fuzzharness.engine.buckets import signature
     from fuzzharness.minimize.single import check_names, run_once
     from fuzzharness.minimize.workflow import REPROS_DIR
     from fuzzharness.repro.package import write_repro
-    from fuzzharness.tvm_support import versions
 
     if args.verify < 1:
         raise UsageError("--verify must be ≥ 1")
@@ -45,7 +45,7 @@ def main(args, argv) -> int:
     failing_call = case.origin.get("failing_call")
     if failing_call and case.origin.get("failing_verdict"):
         # a failure while the schedule was drawn: the call that fails is not in the trace
-        from fuzzharness.verdict import Verdict
+        from fuzzharness.core.verdict import Verdict
 
         verdict = Verdict.from_dict(case.origin["failing_verdict"])
     else:

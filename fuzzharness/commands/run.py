@@ -83,9 +83,9 @@ def _csv(text: str | None) -> tuple[str, ...] | None:
 
 
 def _target(text: str | None) -> dict | None:
-    """A preset name (generators.cases.TARGET_PRESETS) or a JSON target dict."""
-    from fuzzharness.errors import UsageError
-    from generators.cases import TARGET_PRESETS
+    """A preset name (fuzzharness.generators.cases.TARGET_PRESETS) or a JSON target dict."""
+    from fuzzharness.core.errors import UsageError
+    from fuzzharness.generators.cases import TARGET_PRESETS
 
     if text is None:
         return None
@@ -126,7 +126,7 @@ def _rpc(args) -> dict | None:
 
 
 def settings_from_args(args):
-    from fuzzharness.settings import CampaignSettings, read_toml
+    from fuzzharness.engine.settings import CampaignSettings, read_toml
 
     s, toml_keys = CampaignSettings(), set()
     if args.config:
@@ -151,7 +151,7 @@ def settings_from_args(args):
 def _minimize_budget(args) -> float:
     import os
 
-    from fuzzharness.errors import UsageError
+    from fuzzharness.core.errors import UsageError
 
     budget = args.minimize_budget
     if budget is None:
@@ -166,8 +166,8 @@ def _minimize_budget(args) -> float:
 
 
 def main(args, argv) -> int:
+    from fuzzharness.core.errors import UsageError
     from fuzzharness.engine.campaign import Campaign, format_summary
-    from fuzzharness.errors import UsageError
 
     if args.resume is not None:
         if args.out is not None and args.out != args.resume:

@@ -10,7 +10,7 @@ driver killed with SIGKILL loses only the cases in flight, which a resume runs a
 primary key on the case index makes a duplicate impossible.  The workers die with the driver
 (see :mod:`fuzzharness.engine.worker`).
 
-Reporting: failures are grouped into buckets (:mod:`fuzzharness.buckets`) and each bucket is
+Reporting: failures are grouped into buckets (:mod:`fuzzharness.engine.buckets`) and each bucket is
 matched against the known-bugs file.  :attr:`CampaignSummary.exit_code` is 0 when every TVM
 finding of the campaign is a known bug, 1 when there is a new one.  Harness errors are
 reported apart and never counted as TVM findings.
@@ -31,14 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from fuzzharness.backends.rpc import ENV as RPC_ENV
-from fuzzharness.buckets import KnownBug, KnownBugs, Signature, signature
+from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_OK
+from fuzzharness.core.verdict import Status
 from fuzzharness.engine import coverage
+from fuzzharness.engine.buckets import KnownBug, KnownBugs, Signature, signature
 from fuzzharness.engine.db import ResultsDB
 from fuzzharness.engine.executor import ExecutorConfig, TaskResult, make_executor
 from fuzzharness.engine.progress import Progress
-from fuzzharness.errors import EXIT_FINDINGS, EXIT_OK
-from fuzzharness.settings import RESUMABLE, CampaignSettings, SettingsError
-from fuzzharness.verdict import Status
+from fuzzharness.engine.settings import RESUMABLE, CampaignSettings, SettingsError
 
 GRACE = 10.0  # seconds cases still running at the end of the time budget may take
 
@@ -155,7 +155,7 @@ class Campaign:
                 )
             self.seed = self.settings.seed if self.settings.seed is not None else random.randrange(2**31)
             self.settings.seed = self.seed
-            from fuzzharness.tvm_support import versions
+            from fuzzharness.core.tvm_support import versions
 
             self.versions = versions()
             self.db.create_campaign(self.seed, self.settings.to_dict(), self.versions)

@@ -8,7 +8,7 @@ table::
 
 Axes and what the columns count:
 
-``primitive``  generator steps (:mod:`generators.schedules`): ``drawn`` every step that drew
+``primitive``  generator steps (:mod:`fuzzharness.generators.schedules`): ``drawn`` every step that drew
                it, ``proposed`` steps that found a site and were applied or attempted
                (accepted, rejected by TVM, or dropped later), ``accepted`` steps TVM accepted;
                ``compiled`` / ``verdict`` count *cases* with at least one accepted step of it

@@ -18,7 +18,7 @@ Contract every implementation keeps (``tests/test_engine_crashes.py`` checks the
   them again), never with a made-up one;
 * a worker that segfaults, aborts, hangs past ``timeout`` or exceeds ``memory_mb`` costs one
   ``crash``/``timeout`` verdict for the task it was running (classified by
-  :mod:`fuzzharness.engine.outcomes`, with the signal, the stage and the log tail) and is
+  :mod:`fuzzharness.engine.worker_deaths`, with the signal, the stage and the log tail) and is
   replaced; the run goes on;
 * ``should_stop()`` is polled before each new task is handed out; the task iterable is pulled
   lazily, one task per free worker, so a time budget stops generation promptly;
@@ -38,8 +38,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from fuzzharness.registry import Registry
-from fuzzharness.verdict import Verdict
+from fuzzharness.core.registry import Registry
+from fuzzharness.core.verdict import Verdict
 
 Task = dict[str, Any]
 

@@ -8,7 +8,7 @@ pipes with ``selectors`` and:
 
 * replaces a worker that died (segfault, abort, out of memory) and turns the task it was
   running into a ``crash`` verdict with the signal, the last stage it announced and the tail
-  of its log (:mod:`fuzzharness.engine.outcomes`);
+  of its log (:mod:`fuzzharness.engine.worker_deaths`);
 * kills a worker whose task overran ``timeout`` seconds (its whole process group, so a
   compiler subprocess dies with it) and records a ``timeout`` verdict;
 * feeds tasks lazily from an iterator, so a time budget stops generation as soon as it ends;
@@ -36,7 +36,9 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from fuzzharness.engine import outcomes, protocol
+from fuzzharness.core.errors import UsageError
+from fuzzharness.core.verdict import Stage, Verdict
+from fuzzharness.engine import protocol, worker_deaths
 from fuzzharness.engine.executor import (
     Executor,
     ExecutorConfig,
@@ -44,8 +46,6 @@ from fuzzharness.engine.executor import (
     TaskResult,
     executors,
 )
-from fuzzharness.errors import UsageError
-from fuzzharness.verdict import Stage, Verdict
 
 SETUP_TIMEOUT = 300.0  # a one-time setup inside a task (tensor intrinsics: ~4-12 s)
 READY_TIMEOUT = 120.0  # importing TVM takes ~1 s; a loaded CI machine can be much slower
@@ -316,7 +316,7 @@ class WorkerPool(Executor):
         self.restarts += 1
         if task is None:
             return None
-        return TaskResult(task, case, outcomes.protocol_verdict(problem, stage, tail), w.slot,
+        return TaskResult(task, case, worker_deaths.protocol_verdict(problem, stage, tail), w.slot,
                           time.monotonic() - w.started)
 
     def _finish_dead(self, w: _Worker, *, timed_out: bool) -> TaskResult:
@@ -324,9 +324,9 @@ class WorkerPool(Executor):
         rc, log_tail = self._replace(w)
         self.restarts += 1
         if timed_out:
-            verdict = outcomes.timeout_verdict(self.timeout, stage, log_tail, elapsed=elapsed)
+            verdict = worker_deaths.timeout_verdict(self.timeout, stage, log_tail, elapsed=elapsed)
         else:
-            verdict = outcomes.death_verdict(rc, stage, log_tail, elapsed=elapsed)
+            verdict = worker_deaths.death_verdict(rc, stage, log_tail, elapsed=elapsed)
         return TaskResult(task, case, verdict, w.slot, elapsed)
 
 

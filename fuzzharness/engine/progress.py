@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Mapping
 
-from fuzzharness.verdict import FINDINGS, Verdict
+from fuzzharness.core.verdict import FINDINGS, Verdict
 
 TTY_INTERVAL = 0.25
 LOG_INTERVAL = 15.0

@@ -8,7 +8,7 @@ cluster-side driver of exactly what the local executor does on this machine, so
   fuzzharness.engine.worker``), from the same ``(seed, index)``: same case ids, same verdicts;
 * the worker subprocess keeps TVM imported between tasks, on whichever node the actor lives;
 * a segfault, abort, memory blow-up or hang kills (or gets killed in) the *subprocess*, never
-  the actor: the actor's pool classifies it with :mod:`fuzzharness.engine.outcomes` (signal,
+  the actor: the actor's pool classifies it with :mod:`fuzzharness.engine.worker_deaths` (signal,
   stage, log tail — the same verdict as locally) and starts a fresh worker;
 * one-time setups pause the case's clock, workers near their memory cap are recycled — all
   inherited from the pool.
@@ -56,7 +56,9 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from fuzzharness.engine import outcomes
+from fuzzharness.core.errors import UsageError
+from fuzzharness.core.verdict import Verdict
+from fuzzharness.engine import worker_deaths
 from fuzzharness.engine.executor import Executor, ExecutorConfig, Task, TaskResult, executors
 from fuzzharness.engine.pool import (
     MAX_START_FAILURES,
@@ -64,8 +66,6 @@ from fuzzharness.engine.pool import (
     SETUP_TIMEOUT,
     WorkerStartError,
 )
-from fuzzharness.errors import UsageError
-from fuzzharness.verdict import Verdict
 
 FORWARDED_ENV_PREFIX = "FUZZHARNESS_"
 WATCHDOG_SLACK = 60.0  # on top of timeout + start-up + setup allowances
@@ -327,7 +327,7 @@ class RayExecutor(Executor):
             self._lost_once.add(key)
             again.append(task)
             return None
-        verdict = outcomes.lost_verdict(f"the Ray actor running it was lost twice: {why}")
+        verdict = worker_deaths.lost_verdict(f"the Ray actor running it was lost twice: {why}")
         return TaskResult(task, task.get("case"), verdict, f"ray/{slot.index}", elapsed)
 
 

@@ -9,9 +9,9 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from fuzzharness.case import Case
-from fuzzharness.tvm_support import blame_tvm
-from fuzzharness.verdict import Stage, Status, Verdict
+from fuzzharness.core.case import Case
+from fuzzharness.core.tvm_support import blame_tvm
+from fuzzharness.core.verdict import Stage, Status, Verdict
 
 Send = Callable[[dict[str, Any]], None]
 
@@ -24,7 +24,7 @@ def load_plugins() -> list[str]:
     A plugin registers extra workloads, primitives or backends from outside the package —
     the test suite uses one to add backends that really segfault, abort or hang.
     """
-    from fuzzharness.errors import UsageError
+    from fuzzharness.core.errors import UsageError
 
     names = [n.strip() for n in os.environ.get(PLUGINS_ENV, "").split(",") if n.strip()]
     for n in names:
@@ -36,7 +36,7 @@ def load_plugins() -> list[str]:
 
 
 def run_task(task: dict[str, Any], send: Send) -> Verdict:
-    from fuzzharness.execute import execute
+    from fuzzharness.execution.stages import execute
 
     tid = task.get("task")
     t0 = time.perf_counter()
@@ -67,15 +67,15 @@ def run_task(task: dict[str, Any], send: Send) -> Verdict:
 
 
 def _generate(seed: int, index: int, settings: dict[str, Any]) -> Case:
-    from generators.cases import GenSettings, generate_case
+    from fuzzharness.generators.cases import GenSettings, generate_case
 
     return generate_case(seed, index, GenSettings.from_dict(settings))
 
 
 def _generation_failure(e: Exception) -> Verdict:
     """A TVM exception while building the random schedule is a finding; ours is not."""
-    from fuzzharness.execute import out_of_memory_verdict
-    from fuzzharness.triage import throw_site
+    from fuzzharness.execution.facts import throw_site
+    from fuzzharness.execution.stages import out_of_memory_verdict
 
     if isinstance(e, MemoryError):
         return out_of_memory_verdict(Stage.GENERATE, e)

@@ -100,8 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import tvm  # noqa: F401  (the one expensive import, done before the first task)
 
-        import fuzzharness.execute  # noqa: F401
-        import generators.cases  # noqa: F401
+        import fuzzharness.execution.stages  # noqa: F401
+        import fuzzharness.generators.cases  # noqa: F401
         from fuzzharness.engine import protocol
         from fuzzharness.engine.tasks import load_plugins, run_task
 
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         key = "setup" if event == "begin" else "setup_done"
         send({"task": current[0], key: name, "seconds": seconds})
 
-    from fuzzharness import warmup
+    from fuzzharness.core import warmup
 
     warmup.set_notifier(on_setup)
     send({"ready": os.getpid()})
@@ -162,8 +162,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _escaped(e: BaseException, stage: str):
     """A verdict for an exception that escaped :func:`run_task` (it catches TVM's own)."""
-    from fuzzharness.execute import out_of_memory_verdict
-    from fuzzharness.verdict import Stage, Status, Verdict
+    from fuzzharness.core.verdict import Stage, Status, Verdict
+    from fuzzharness.execution.stages import out_of_memory_verdict
 
     if isinstance(e, MemoryError):
         return out_of_memory_verdict(Stage(stage), e)

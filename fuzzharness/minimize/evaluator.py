@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fuzzharness.case import Case
-from fuzzharness.verdict import Verdict
+from fuzzharness.core.case import Case
+from fuzzharness.core.verdict import Verdict
 
 Predicate = Callable[[dict[str, Any] | None, Verdict], bool]
 

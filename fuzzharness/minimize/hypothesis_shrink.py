@@ -1,12 +1,12 @@
 """Shrink a generated case through Hypothesis' own shrinker, on its stored choice sequence.
 
 Every generated case records the choice sequence that drew it (``origin["choices"]``,
-:mod:`generators.draw`).  Replaying a choice sequence through
-:func:`generators.cases.draw_case` regenerates the case, so Hypothesis' shrinker — which
+:mod:`fuzzharness.generators.draw`).  Replaying a choice sequence through
+:func:`fuzzharness.generators.cases.draw_case` regenerates the case, so Hypothesis' shrinker — which
 deletes and lowers choices, and knows the structure of the draws (spans) — shrinks the case
 in the generator's own parameter space: fewer schedule steps, smaller extents drawn by the
 workload itself (so the shapes stay valid), the exact-integer input mode (its draw shrinks
-toward "yes"), optional compiler options off (:func:`generators.draw.chance` shrinks toward
+toward "yes"), optional compiler options off (:func:`fuzzharness.generators.draw.chance` shrinks toward
 "no").  A candidate is interesting when it regenerates to a case whose verdict is the same
 bug (:class:`fuzzharness.minimize.predicate.SameBug`).
 
@@ -31,8 +31,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fuzzharness.case import Case
-from fuzzharness.verdict import Verdict
+from fuzzharness.core.case import Case
+from fuzzharness.core.verdict import Verdict
 
 # (case or None when generation raised, verdict or None when abandoned)
 Evaluate = Callable[[Case], Verdict | None]
@@ -62,8 +62,8 @@ def generation_verdict(e: BaseException) -> Verdict:
 def draw(choices: Sequence[Any], settings) -> tuple[Case | None, Verdict | None, BaseException | None]:
     """Regenerate from ``choices``: (case, None, None), or (None, verdict, error) if drawing
     raised.  Used by the repro writer too, for cases whose generation fails."""
-    from generators import draw as draws
-    from generators.cases import draw_case
+    from fuzzharness.generators import draw as draws
+    from fuzzharness.generators.cases import draw_case
 
     data = draws.from_choices(choices)
     try:
@@ -91,8 +91,8 @@ def shrink_choices(choices: Sequence[Any], settings, *, evaluate: Evaluate,
     from hypothesis.internal.conjecture.shrinker import StopShrinking
     from hypothesis.internal.escalation import InterestingOrigin
 
-    from generators import draw as draws
-    from generators.cases import draw_case
+    from fuzzharness.generators import draw as draws
+    from fuzzharness.generators.cases import draw_case
 
     origin = InterestingOrigin.from_exception(AssertionError("same bug"))
     found: dict[tuple, ShrinkResult] = {}

@@ -12,8 +12,8 @@ Order (each phase stops at the deadline; the best case so far is always kept):
 3. the case passes of :mod:`fuzzharness.minimize.passes` — trace ddmin, decisions and
    factors, workload parameters, inputs, compiler options — repeated until a whole round
    changes nothing.  Their candidates run in batches, one per worker.  A Relax graph case
-   (:mod:`generators.graphs`) gets the graph's own passes instead of the single-trace ones:
-   ddmin over each fused function's trace, then :func:`generators.graphs.minimize.propose`
+   (:mod:`fuzzharness.generators.graphs`) gets the graph's own passes instead of the single-trace ones:
+   ddmin over each fused function's trace, then :func:`fuzzharness.generators.graphs.minimize.propose`
    (drop outputs and nodes, plainer attributes, smaller shapes, a simpler mode).
 
 The interestingness predicate is :class:`~fuzzharness.minimize.predicate.SameBug` on the
@@ -29,12 +29,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fuzzharness.buckets import Signature
-from fuzzharness.case import Case
+from fuzzharness.core.case import Case
+from fuzzharness.core.verdict import Verdict
+from fuzzharness.engine.buckets import Signature
 from fuzzharness.minimize import passes
 from fuzzharness.minimize.evaluator import Evaluator
 from fuzzharness.minimize.predicate import SameBug
-from fuzzharness.verdict import Verdict
 
 DEFAULT_BUDGET = 120.0  # seconds per bucket
 HYPOTHESIS_SHARE = 0.5  # of the budget, at most
@@ -98,7 +98,7 @@ def minimize(case: Case | None, verdict: Verdict | None, target: Signature, *,
              strict: bool = False) -> MinimizeResult:
     """Minimize ``case`` (or, when it is None, the choice sequence ``choices``) for ``target``.
 
-    ``gen_settings`` (:class:`generators.cases.GenSettings`) enables the Hypothesis phase.
+    ``gen_settings`` (:class:`fuzzharness.generators.cases.GenSettings`) enables the Hypothesis phase.
     ``timeout`` is per candidate; a hang bucket needs the campaign's timeout here.
     """
     start = time.monotonic()
@@ -189,7 +189,7 @@ def _hypothesis_phase(result, case, seq, gen_settings, ev, predicate, deadline, 
 
 
 def _case_passes(result: MinimizeResult, case: Case, ev: Evaluator, say: Progress) -> Case:
-    from generators.graphs import minimize as graph_minimize
+    from fuzzharness.generators.graphs import minimize as graph_minimize
 
     def first(cands: list[Case]) -> Case | None:
         hit = ev.first_interesting(cands)

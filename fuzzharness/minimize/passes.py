@@ -28,7 +28,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from fuzzharness.case import Case
+from fuzzharness.core.case import Case
 from fuzzharness.minimize import trace_edit
 from fuzzharness.minimize.ddmin import ddmin
 
@@ -45,7 +45,7 @@ def edited(case: Case, **changes: Any) -> Case:
     origin = {k: v for k, v in case.origin.items() if k not in ("choices", "steps")}
     origin.setdefault("minimized_from", case.origin.get("minimized_from") or case.id)
     if "workload" in changes:
-        from generators.workloads import workloads
+        from fuzzharness.generators.workloads import workloads
 
         wl = workloads[changes["workload"]["name"]]
         origin["dtype"] = wl.dtype_label(changes["workload"]["params"])
@@ -106,7 +106,7 @@ def minimize_function_traces(case: Case, first_interesting: Callable[[list[Case]
     dead lookups); a candidate that no longer replays is left to the worker, which calls it
     ``schedule_rejected`` — not the same bug, so not kept.
     """
-    from generators.graphs.minimize import function_traces, with_function_trace
+    from fuzzharness.generators.graphs.minimize import function_traces, with_function_trace
 
     for name in list(function_traces(case)):
         case = _ddmin_trace(case, lambda c, n=name: function_traces(c).get(n),
@@ -118,7 +118,7 @@ def minimize_function_traces(case: Case, first_interesting: Callable[[list[Case]
 def size(case: Case) -> int:
     """How big a case is for the minimizer's report: trace instructions; for a Relax graph
     case, graph nodes plus the instructions of every fused function's trace."""
-    from generators.graphs.minimize import function_traces, is_graph_case
+    from fuzzharness.generators.graphs.minimize import function_traces, is_graph_case
 
     if is_graph_case(case):
         nodes = len((case.params or {}).get("nodes") or [])
@@ -127,7 +127,7 @@ def size(case: Case) -> int:
 
 
 def size_unit(case: Case | None) -> str:
-    from generators.graphs.minimize import is_graph_case
+    from fuzzharness.generators.graphs.minimize import is_graph_case
 
     return "graph nodes + trace instructions" if case is not None and is_graph_case(case) \
         else "trace instructions"
@@ -139,8 +139,8 @@ def replay_fixer(stage: str) -> Fix:
     For a bucket decided at the ``schedule`` stage a candidate that fails to replay is kept
     as it is (its failure may be the bug); otherwise it is dropped before it costs a worker.
     """
+    from fuzzharness.generators.workloads import workloads
     from fuzzharness.minimize.trace_repair import repair
-    from generators.workloads import workloads
 
     def fix(c: Case) -> Case | None:
         try:
@@ -209,7 +209,7 @@ def _smaller_ints(v: int) -> list[int]:
 
 
 def propose_params(case: Case) -> list[Case]:
-    from generators.workloads import workloads
+    from fuzzharness.generators.workloads import workloads
 
     wl = workloads[case.workload_name]
     params = case.params
@@ -240,7 +240,7 @@ def propose_params(case: Case) -> list[Case]:
 
 # -- inputs -----------------------------------------------------------------------------------------
 def exact_mode_allowed(case: Case) -> bool:
-    from generators.workloads import workloads
+    from fuzzharness.generators.workloads import workloads
 
     try:
         specs = workloads[case.workload_name].inputs(case.params)

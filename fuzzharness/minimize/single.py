@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fuzzharness.buckets import signature
-from fuzzharness.case import Case
+from fuzzharness.core.case import Case
+from fuzzharness.core.verdict import Verdict
+from fuzzharness.engine.buckets import signature
 from fuzzharness.minimize.minimizer import DEFAULT_BUDGET, minimize
 from fuzzharness.minimize.workflow import REPROS_DIR, BucketRepro, _say
-from fuzzharness.verdict import Verdict
 
 
 def load_case_file(path: str | Path) -> Case:
-    from fuzzharness.case import CaseFormatError
-    from fuzzharness.errors import UsageError
+    from fuzzharness.core.case import CaseFormatError
+    from fuzzharness.core.errors import UsageError
 
     p = Path(path)
     try:
@@ -28,7 +28,7 @@ def load_case_file(path: str | Path) -> Case:
 def check_names(case: Case) -> None:
     """Unknown workload or target kind: a usage error now, not a harness_error verdict later."""
     from fuzzharness.backends import backends
-    from generators.workloads import workloads
+    from fuzzharness.generators.workloads import workloads
 
     workloads[case.workload_name]
     backends[case.target.get("kind", "")]
@@ -44,9 +44,9 @@ def minimize_case_file(path: str | Path, *, out: Path | None = None,
                        budget: float = DEFAULT_BUDGET, workers: int = 2, timeout: float = 30.0,
                        verify_times: int = 1, triage: bool = True,
                        progress: bool = True) -> BucketRepro:
+    from fuzzharness.core.tvm_support import versions
+    from fuzzharness.generators.cases import GenSettings
     from fuzzharness.repro.package import write_repro
-    from fuzzharness.tvm_support import versions
-    from generators.cases import GenSettings
 
     case = load_case_file(path)
     check_names(case)

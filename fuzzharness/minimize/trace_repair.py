@@ -26,7 +26,7 @@ MAX_REPAIRS = 6
 
 def replay_error(func, trace: Any) -> str | None:
     """None when ``trace`` replays on ``func``; else the error text."""
-    from fuzzharness.tvm_support import replay_trace
+    from fuzzharness.core.tvm_support import replay_trace
 
     try:
         replay_trace(func, trace)

@@ -24,10 +24,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fuzzharness.buckets import KnownBugs, Signature, signature
-from fuzzharness.case import Case
+from fuzzharness.core.case import Case
+from fuzzharness.core.verdict import Status, Verdict
+from fuzzharness.engine.buckets import KnownBugs, Signature, signature
 from fuzzharness.minimize.minimizer import DEFAULT_BUDGET, MinimizeResult, minimize
-from fuzzharness.verdict import Status, Verdict
 
 MIN_SHARE = 30.0  # seconds: below this a minimization rarely gets anywhere
 REPRO_OVERHEAD = 25.0  # seconds set aside per bucket for writing, verifying and triage
@@ -100,7 +100,7 @@ def minimize_campaign(out: str | Path, *, which: str = "new", keys: list[str] | 
     no TVM code.
     """
     from fuzzharness.engine.db import ResultsDB
-    from fuzzharness.settings import CampaignSettings
+    from fuzzharness.engine.settings import CampaignSettings
 
     start = time.monotonic()
     out = Path(out)
@@ -176,7 +176,7 @@ def _run_job(job: dict[str, Any], budget: float) -> tuple[BucketRepro, dict[str,
             return res, None
         reply = Path(tmp) / "result.json"
         if p.returncode != 0 or not reply.exists():
-            from fuzzharness.engine.outcomes import signal_name
+            from fuzzharness.engine.worker_deaths import signal_name
 
             why = signal_name(p.returncode) or f"exit {p.returncode}"
             res.note = f"the minimizing process died ({why})"
@@ -189,7 +189,7 @@ def _run_job(job: dict[str, Any], budget: float) -> tuple[BucketRepro, dict[str,
 
 def bucket_job(job: dict[str, Any]) -> tuple[BucketRepro, dict[str, Any] | None]:
     """Minimize one bucket and write its repro (in a child process; see above)."""
-    from fuzzharness.settings import CampaignSettings
+    from fuzzharness.engine.settings import CampaignSettings
 
     settings = CampaignSettings.from_dict(job["settings"])
     target = Signature.from_dict(job["target"])
@@ -221,8 +221,8 @@ def _example(row: dict[str, Any], seed: int, settings) -> tuple[Case | None, Ver
     if row["case"] is not None:
         return Case.from_dict(row["case"]), verdict, None
     # no case stored: the failure happened while the schedule was drawn; draw it again
-    from generators import draw as draws
-    from generators.cases import draw_case
+    from fuzzharness.generators import draw as draws
+    from fuzzharness.generators.cases import draw_case
 
     data = draws.for_case(seed, row["idx"])
     try:

@@ -2,7 +2,7 @@
 
 Layout (one directory per entry; this format is read by the pytest plugin — keep it)::
 
-    corpus/<name>/case.json    the (minimized) case, plain JSON (fuzzharness.case)
+    corpus/<name>/case.json    the (minimized) case, plain JSON (fuzzharness.core.case)
     corpus/<name>/repro.py     the standalone script (tvm + numpy only)
     corpus/<name>/issue.md     the issue text
     corpus/<name>/meta.json    {"format": 1, "name", "title", "bucket", "signature",
@@ -19,7 +19,7 @@ repro.py does (replay corpus entries through repro.py's exit status).
 (a test replaying it is an xfail(strict) — it starts to XPASS the day TVM fixes the bug,
 which is the signal to set ``"fixed"``, where the script must exit 0).  ``bucket`` is the
 key of the minimized case's signature, ``signature`` the signature itself
-(:meth:`fuzzharness.buckets.Signature.to_dict`).
+(:meth:`fuzzharness.engine.buckets.Signature.to_dict`).
 
 Names are lowercase words joined by ``-`` (``[a-z0-9][a-z0-9-]*``).
 """
@@ -66,8 +66,8 @@ class Entry:
 
 def validate(d: Path) -> Entry:
     """Read and check one entry directory (raise CorpusError)."""
-    from fuzzharness.buckets import Signature
-    from fuzzharness.case import Case, CaseFormatError
+    from fuzzharness.core.case import Case, CaseFormatError
+    from fuzzharness.engine.buckets import Signature
 
     missing = [f for f in FILES if not (d / f).is_file()]
     if missing:
@@ -108,8 +108,8 @@ def add(repro_dir: str | Path, corpus: str | Path, name: str, *, upstream: str =
         known_bug: str | None = None, expected: str = "reproduces",
         title: str | None = None) -> Entry:
     """Copy a verified repro directory into the corpus as entry ``name``."""
-    from fuzzharness.case import Case
-    from fuzzharness.tvm_support import versions
+    from fuzzharness.core.case import Case
+    from fuzzharness.core.tvm_support import versions
 
     src = Path(repro_dir)
     if not NAME.match(name):
@@ -147,7 +147,7 @@ def current_signature(entry: Entry) -> Any:
     """The entry's bucket signature as this harness computes it today (its case is run again,
     in a worker process).  It differs from ``meta.json`` when the normalisation of messages
     or the schedule facts changed since the entry was added; :func:`refresh` rewrites it."""
-    from fuzzharness.case import Case
+    from fuzzharness.core.case import Case
 
     return _signature_of(entry.dir, Case.from_json((entry.dir / "case.json").read_text()))
 
@@ -166,10 +166,10 @@ def _signature_of(src: Path, case) -> Any:
     """The case's bucket signature, from running it again (in a worker process) — or, for a
     failure while a schedule was drawn, from its recorded verdict after its script
     reproduced it."""
-    from fuzzharness.buckets import signature
     from fuzzharness.commands.replay import run_isolated
+    from fuzzharness.core.verdict import Verdict
+    from fuzzharness.engine.buckets import signature
     from fuzzharness.repro.verify import run_script
-    from fuzzharness.verdict import Verdict
 
     if case.origin.get("failing_call") and case.origin.get("failing_verdict"):
         run = run_script(src / "repro.py")

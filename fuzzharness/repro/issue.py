@@ -4,7 +4,7 @@ Triage — plus the hints a maintainer triages with: the schedule primitives inv
 lowering pass after which the output goes wrong (or that raised), the scheduled TIR and the
 IR around that pass.
 
-A Relax graph case (:mod:`generators.graphs`) is titled ``[Bug] [Relax] ...``, names its
+A Relax graph case (:mod:`fuzzharness.generators.graphs`) is titled ``[Bug] [Relax] ...``, names its
 operators, compilation mode and the primitives of its fused functions' schedules, and shows
 the Relax module with those schedules as the program.
 
@@ -16,11 +16,11 @@ from __future__ import annotations
 import platform
 from typing import Any
 
-from fuzzharness.buckets import Signature, salient_line, trace_primitives
-from fuzzharness.case import Case
-from fuzzharness.repro.triage import Triage
-from fuzzharness.verdict import Verdict
-from generators.graphs.minimize import is_graph_case
+from fuzzharness.core.case import Case
+from fuzzharness.core.verdict import Verdict
+from fuzzharness.engine.buckets import Signature, salient_line, trace_primitives
+from fuzzharness.generators.graphs.minimize import is_graph_case
+from fuzzharness.repro.pass_bisect import Triage
 
 MAX_OUTPUT_LINES = 40
 
@@ -29,7 +29,7 @@ def primitives(case: Case) -> list[str]:
     """Schedule primitives the case applies (for a graph: over all its fused functions, plus
     ``convert_layout`` / ``dlight`` / ``metaschedule`` where its mode uses them)."""
     if is_graph_case(case):
-        from generators.graphs.spec import graph_primitives
+        from fuzzharness.generators.graphs.spec import graph_primitives
 
         ops = {str(n.get("op")) for n in case.params.get("nodes") or []}
         return [p for p in graph_primitives(case.to_dict()) if p not in ops]

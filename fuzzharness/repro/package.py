@@ -15,13 +15,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fuzzharness.buckets import Signature
-from fuzzharness.case import Case
+from fuzzharness.core.case import Case
+from fuzzharness.core.verdict import Verdict
+from fuzzharness.engine.buckets import Signature
+from fuzzharness.generators.graphs.minimize import is_graph_case
 from fuzzharness.repro import issue as issue_md
 from fuzzharness.repro.script import NotReproducible, write_script
 from fuzzharness.repro.verify import Run, foreign_imports, verify
-from fuzzharness.verdict import Verdict
-from generators.graphs.minimize import is_graph_case
 
 OUTPUT_TAIL = 4000
 
@@ -44,7 +44,7 @@ def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
                 failing_call: str | None = None, script=None,
                 first_seen: str = "") -> ReproOutcome:
     """Write, verify and describe the repro of ``case`` in directory ``out``."""
-    from fuzzharness.repro.triage import triage as probe
+    from fuzzharness.repro.pass_bisect import triage as probe
 
     d = Path(out)
     d.mkdir(parents=True, exist_ok=True)
@@ -63,7 +63,7 @@ def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
     graph = is_graph_case(case)
     try:
         if script is None and graph:  # a Relax graph: its own writer (Relax TVMScript)
-            from generators.graphs import repro as graph_repro
+            from fuzzharness.generators.graphs import repro as graph_repro
 
             try:
                 script = graph_repro.write_script(case, verdict, bucket=bucket,

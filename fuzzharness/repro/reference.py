@@ -1,7 +1,7 @@
 """The inputs, float64 reference and error bound of a case, and their source for a repro.
 
 :func:`expectation` computes what the harness compares a kernel with — the same steps as
-the ``generate`` and ``verify`` stages of :mod:`fuzzharness.execute`, without compiling
+the ``generate`` and ``verify`` stages of :mod:`fuzzharness.execution.stages`, without compiling
 anything: the workload's inputs from the case's distribution and seed, its float64
 reference and per-element bounds, zero bounds in the exact-integer mode, and the layouts of
 parameters that ``transform_layout`` re-laid out.
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from fuzzharness.case import Case
+from fuzzharness.core.case import Case
 from fuzzharness.repro import arrays
 
 
@@ -30,11 +30,11 @@ from fuzzharness.repro import arrays
 class Expectation:
     func: Any  # the unscheduled PrimFunc (of the program TVM compiles)
     source: str  # its TVMScript text
-    input_specs: list  # generators.inputs.InputSpec
-    output_specs: list  # generators.workloads.base.TensorSpec
+    input_specs: list  # fuzzharness.generators.inputs.InputSpec
+    output_specs: list  # fuzzharness.generators.workloads.base.TensorSpec
     inputs: dict[str, np.ndarray]
-    expected: dict[str, Any]  # output name → oracles.bounds.Expected
-    layouts: dict[str, Any]  # parameter → generators.schedules.relayout.Layout
+    expected: dict[str, Any]  # output name → fuzzharness.oracles.bounds.Expected
+    layouts: dict[str, Any]  # parameter → fuzzharness.execution.relayout.Layout
     exact: bool
 
 
@@ -45,12 +45,12 @@ def program_source(workload, params: dict[str, Any]) -> str:
 
 
 def expectation(case: Case) -> Expectation:
-    from fuzzharness.tvm_support import parse_prim_func
-    from generators.inputs import make_inputs
-    from generators.schedules import relayout
-    from generators.workloads import workloads
-    from oracles import bounds
-    from oracles.program import Numerics
+    from fuzzharness.core.tvm_support import parse_prim_func
+    from fuzzharness.execution import relayout
+    from fuzzharness.generators.inputs import make_inputs
+    from fuzzharness.generators.workloads import workloads
+    from fuzzharness.oracles import bounds
+    from fuzzharness.oracles.program import Numerics
 
     wl = workloads[case.workload_name]
     source = program_source(wl, case.params)
@@ -91,7 +91,7 @@ FORMULAS: dict[tuple[str, str], Formula] = {
 
 
 def _fmt(dtype: str):
-    from oracles import numerics
+    from fuzzharness.oracles import numerics
 
     return numerics.fmt(dtype)
 
@@ -102,9 +102,9 @@ def _pow2(x: float) -> str:
 
 
 def _bound_lines(f: Formula, k: int, acc: str, out: str) -> list[str]:
-    """The arithmetic of :func:`oracles.bounds.reduction`, written out (checked bit for bit
+    """The arithmetic of :func:`fuzzharness.oracles.bounds.reduction`, written out (checked bit for bit
     against the harness's numbers by :func:`_agrees` before it is used)."""
-    from oracles import bounds, numerics
+    from fuzzharness.oracles import bounds, numerics
 
     a = _fmt(acc)
     n = max(k - 1, 0) + (1 if f.products else 0)
@@ -140,8 +140,8 @@ def _bound_lines(f: Formula, k: int, acc: str, out: str) -> list[str]:
 
 
 def _formula_body(case: Case, e: Expectation) -> list[str] | None:
-    from generators.workloads import workloads
-    from oracles.program import Numerics
+    from fuzzharness.generators.workloads import workloads
+    from fuzzharness.oracles.program import Numerics
 
     body: list[str] = []
     names = [s.name for s in e.input_specs]

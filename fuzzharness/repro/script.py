@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from fuzzharness.buckets import Signature, salient_line
-from fuzzharness.case import Case
+from fuzzharness.core.case import Case
+from fuzzharness.core.verdict import Status, Verdict
+from fuzzharness.engine.buckets import Signature, salient_line
 from fuzzharness.repro import arrays, template
 from fuzzharness.repro.reference import Expectation, expectation, reference_source
-from fuzzharness.verdict import Status, Verdict
 
 DEFAULT_CHILD_TIMEOUT = 300  # seconds; a hang bucket uses the harness's own timeout
 #: the harness's stages → the script's (tvm.compile lowers and generates code in one call)
@@ -113,7 +113,7 @@ def _trace_source(case: Case, func) -> tuple[str, list[str], list[str]]:
     import tvm
     from tvm import s_tir
 
-    from fuzzharness.tvm_support import replay_trace, structural_equal
+    from fuzzharness.core.tvm_support import replay_trace, structural_equal
 
     if not case.trace or not case.trace[0]:
         return ("def schedule(sch):\n    pass  # no schedule: the program as written\n", [], [])
@@ -152,14 +152,14 @@ _DIST_CODE = {
 
 
 def _generated_input(case: Case, index: int, spec) -> list[str] | None:
-    from oracles import numerics
+    from fuzzharness.oracles import numerics
 
     code = _DIST_CODE.get(case.inputs.get("distribution"))
     if code is None:
         return None
     shape = tuple(int(d) for d in spec.shape)
     lines = [f"rng = np.random.default_rng([{int(case.inputs['seed'])}, {index}])  # PCG64"]
-    from generators.inputs import TINY_INT
+    from fuzzharness.generators.inputs import TINY_INT
 
     lines += [ln.format(s=repr(float(spec.scale)), m=int(spec.int_max),
                         t=min(int(spec.int_max), TINY_INT), shape=shape) for ln in code]
@@ -277,7 +277,7 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str, signature: Signat
 
 
 def _np_dtype_name(dtype: str) -> str:
-    from oracles.numerics import numpy_dtype
+    from fuzzharness.oracles.numerics import numpy_dtype
 
     return numpy_dtype(dtype).name
 

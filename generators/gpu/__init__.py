@@ -4,8 +4,8 @@ The workloads made for GPU targets (``matmul_tc``, ``matmul_texture``) live in t
 catalog (``generators/workloads/gpu_matmul.py``).
 """
 
-from generators.gpu import dlight_style, metaschedule_style, texture, tiled  # noqa: F401
-from generators.gpu.base import GpuSchedule, GpuTarget, Style, gpu_schedule, styles
+from fuzzharness.generators.gpu import dlight_style, metaschedule_style, texture, tiled  # noqa: F401
+from fuzzharness.generators.gpu.base import GpuSchedule, GpuTarget, Style, gpu_schedule, styles
 
 GPU_KINDS = frozenset({"cuda", "opencl"})
 

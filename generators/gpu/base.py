@@ -22,7 +22,7 @@ Invariants:
   registering a style is a harness version change but the draws stay deterministic;
 * every draw goes through ``data.draw`` (shrinkable, replayable); TVM's sampling instructions
   are seeded from it and their decisions land in the trace;
-* the result is TVM's own trace, replayed by ``fuzzharness.tvm_support.replay_trace``; the
+* the result is TVM's own trace, replayed by ``fuzzharness.core.tvm_support.replay_trace``; the
   pass configuration a style needs (e.g. ``tirx.use_async_copy``) is returned with it and
   stored in the case.
 """
@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 
-from fuzzharness.registry import Registry
+from fuzzharness.core.registry import Registry
 
 
 @dataclasses.dataclass
@@ -100,12 +100,12 @@ def register(cls: type[Style]) -> type[Style]:
 
 def gpu_schedule(func, data: Any, target: dict[str, Any], enabled: tuple[str, ...] | None = None) -> GpuSchedule:
     """Draw a style and schedule ``func`` with it (see the module docstring)."""
-    from fuzzharness.tvm_support import is_schedule_error
+    from fuzzharness.core.tvm_support import is_schedule_error
 
     gt = GpuTarget(target)
     if gt.is_cuda:
         # dlight's and MetaSchedule's tensor-core schedules name TVM's registered intrinsics
-        from fuzzharness import warmup
+        from fuzzharness.core import warmup
 
         warmup.tensor_intrinsics()  # wmma/mma intrinsics are registered by name
     name = data.draw(st.sampled_from(styles.names()))

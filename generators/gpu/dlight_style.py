@@ -9,7 +9,7 @@ is also the one others fall back to.
 
 from __future__ import annotations
 
-from generators.gpu.base import GpuSchedule, Style, register
+from fuzzharness.generators.gpu.base import GpuSchedule, Style, register
 
 
 def default_rules():

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from generators.gpu.base import GpuSchedule, Style, register
-from generators.gpu.tiled import applicable, single_block
-from generators.schedules.base import ScheduleState
+from fuzzharness.generators.gpu.base import GpuSchedule, Style, register
+from fuzzharness.generators.gpu.tiled import applicable, single_block
+from fuzzharness.generators.schedules.base import ScheduleState
 
 TEXTURE_SCOPES = ("global.texture", "global.texture-nhwc", "global.texture-weight")
 

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from generators.gpu.base import GpuSchedule, Style, register
-from generators.schedules.base import ScheduleState
+from fuzzharness.generators.gpu.base import GpuSchedule, Style, register
+from fuzzharness.generators.schedules.base import ScheduleState
 
 
 def single_block(sch):

@@ -1,18 +1,18 @@
 """Graph cases: a random graph, its inputs, and a compilation mode, as one plain-JSON Case.
 
-Draw order (after :func:`generators.cases.draw_case` decided on a graph):
+Draw order (after :func:`fuzzharness.generators.cases.draw_case` decided on a graph):
 
-1. the graph (:func:`generators.graphs.generate.draw_graph`);
+1. the graph (:func:`fuzzharness.generators.graphs.generate.draw_graph`);
 2. the input mode: the exact-integer mode in ``exact_fraction`` of the cases where every op
-   is exact in integer arithmetic (:func:`generators.graphs.reference.int_max`), else one of
+   is exact in integer arithmetic (:func:`fuzzharness.generators.graphs.reference.int_max`), else one of
    the float distributions; the input seed;
-3. the mode (``case.schedule["source"]``, see :mod:`fuzzharness.pipelines.relax`):
+3. the mode (``case.schedule["source"]``, see :mod:`fuzzharness.kinds.relax.run`):
    MetaSchedule samples in ``metaschedule_fraction`` of the cases, else ``default``,
    ``dlight`` or ``random`` (random twice as often); GPU targets always use TVM's default
    GPU pipeline;
 4. a layout conversion (``LAYOUT_FRACTION`` of the graphs with a convolution; NCHW4c only
    with ``known_bug_sites``: TVM 0.27 cannot build it on llvm);
-5. compiler options (:func:`generators.options.draw_options`);
+5. compiler options (:func:`fuzzharness.generators.options.draw_options`);
 6. for ``random`` / ``metaschedule``: the module is legalized and fused here (TVM runs at
    generation, as for TIR schedules), then each fused PrimFunc, in name order, is scheduled
    with probability ``FUNCTION_FRACTION`` — its trace stored with the function's
@@ -31,9 +31,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from fuzzharness.case import Case
-from generators import draw as draws
-from generators.graphs.spec import GRAPH_WORKLOAD
+from fuzzharness.core.case import Case
+from fuzzharness.generators import draw as draws
+from fuzzharness.generators.graphs.spec import GRAPH_WORKLOAD
 
 LAYOUT_FRACTION = 0.3
 FUNCTION_FRACTION = 0.75
@@ -42,17 +42,17 @@ STEPS_PER_FUNCTION = 4
 
 
 def draw_graph_case(data: Any, settings) -> Case:
-    from fuzzharness.pipelines.relax import (
+    from fuzzharness.generators.cases import FLOAT_DISTRIBUTIONS
+    from fuzzharness.generators.graphs.generate import draw_graph
+    from fuzzharness.generators.graphs.reference import input_specs
+    from fuzzharness.generators.inputs import EXACT_DISTRIBUTIONS
+    from fuzzharness.generators.options import draw_options
+    from fuzzharness.kinds.relax.run import (
         KNOWN_BUG_LAYOUTS,
         LAYOUTS,
         graph_target,
         runs_on_vm,
     )
-    from generators.cases import FLOAT_DISTRIBUTIONS
-    from generators.graphs.generate import draw_graph
-    from generators.graphs.reference import input_specs
-    from generators.inputs import EXACT_DISTRIBUTIONS
-    from generators.options import draw_options
 
     graph = draw_graph(data, settings.dtypes)
     specs = input_specs(graph)
@@ -97,11 +97,11 @@ def draw_graph_case(data: Any, settings) -> Case:
 
 def draw_function_schedules(graph, target, layout, source, data, settings):
     """``({function name: {"trace", "fingerprint"}}, [step dicts])`` for the fused PrimFuncs."""
-    from fuzzharness.pipelines.relax import fingerprint, legalize, prim_functions, signature
-    from fuzzharness.tvm_support import trace_to_json
-    from generators.graphs.program import build_module
-    from generators.schedules import ScheduleOptions, random_schedule
-    from generators.schedules.metaschedule import metaschedule_schedule
+    from fuzzharness.core.tvm_support import trace_to_json
+    from fuzzharness.generators.graphs.program import build_module
+    from fuzzharness.generators.schedules import ScheduleOptions, random_schedule
+    from fuzzharness.generators.schedules.metaschedule import metaschedule_schedule
+    from fuzzharness.kinds.relax.run import fingerprint, legalize, prim_functions, signature
 
     funcs = prim_functions(legalize(build_module(graph), target, layout))
     options = ScheduleOptions(max_steps=min(settings.max_steps, STEPS_PER_FUNCTION),

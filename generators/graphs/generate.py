@@ -5,9 +5,9 @@ graph is deterministic from its choice sequence and shrinks with Hypothesis):
 
 1. the graph dtype (among the allowed labels);
 2. the first input: an image ``(N, C, H, W)`` or a matrix/batch of matrices, with extents
-   that are often odd (:func:`generators.workloads.base.draw_extent`);
+   that are often odd (:func:`fuzzharness.generators.workloads.base.draw_extent`);
 3. the number of node steps (1 .. ``max_nodes``); per step an operator from
-   :func:`generators.graphs.ops.menu` (every registered op, sorted, repeated ``weight``
+   :func:`fuzzharness.generators.graphs.ops.menu` (every registered op, sorted, repeated ``weight``
    times — registering an op changes generation, a filter does not), whose ``draw`` adds the
    node (and the weights or operands it needs) or finds no site (the step is skipped, its
    draws stay in the sequence);
@@ -23,11 +23,11 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from generators.draw import chance
-from generators.graphs.ops import DrawContext, graph_ops, menu
-from generators.graphs.ops.base import MAX_ELEMENTS, elements
-from generators.graphs.spec import DTYPES, Graph, InvalidGraph
-from generators.workloads.base import draw_extent
+from fuzzharness.generators.draw import chance
+from fuzzharness.generators.graphs.ops import DrawContext, graph_ops, menu
+from fuzzharness.generators.graphs.ops.base import MAX_ELEMENTS, elements
+from fuzzharness.generators.graphs.spec import DTYPES, Graph, InvalidGraph
+from fuzzharness.generators.workloads.base import draw_extent
 
 MAX_NODES = 6
 ESCAPE_FRACTION = 0.2  # graphs with an intermediate that is also an output

@@ -19,7 +19,7 @@ by running TVM — and never harder than the case it came from:
 
 After an edit the fused PrimFuncs of the graph change: a trace whose function is gone is
 dropped; a function that kept its name keeps its trace, re-targeted (its fingerprint,
-:func:`fuzzharness.pipelines.relax.fingerprint`, updated) — replaying it on smaller extents
+:func:`fuzzharness.kinds.relax.run.fingerprint`, updated) — replaying it on smaller extents
 mostly works, and when TVM refuses it the candidate is simply not the same bug.  That needs
 TVM's legalization (~40 ms) in the minimizing process.
 
@@ -29,7 +29,7 @@ through :func:`function_traces` / :func:`with_function_trace`) and then ``("grap
 propose)`` with its generic ``params`` (the graph's ``dtype``), ``inputs`` and ``options``
 passes.  The same-bug predicate needs nothing new: a graph case's bucket signature lists its
 operators and per-function schedule primitives as ``primitives``
-(:func:`generators.graphs.spec.graph_primitives`), so a wrong answer shrinks to a subset, as
+(:func:`fuzzharness.generators.graphs.spec.graph_primitives`), so a wrong answer shrinks to a subset, as
 the predicate expects.
 """
 
@@ -39,8 +39,8 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from fuzzharness.case import Case
-from generators.graphs.spec import Graph, InvalidGraph
+from fuzzharness.core.case import Case
+from fuzzharness.generators.graphs.spec import Graph, InvalidGraph
 
 FirstInteresting = Callable[[list[Case]], "Case | None"]
 
@@ -57,7 +57,7 @@ PLAIN_ATTRS: dict[str, list[Any]] = {
 
 
 def is_graph_case(case: Case) -> bool:
-    from generators.graphs.spec import GRAPH_WORKLOAD
+    from fuzzharness.generators.graphs.spec import GRAPH_WORKLOAD
 
     return case.workload_name == GRAPH_WORKLOAD
 
@@ -117,7 +117,7 @@ def minimize(case: Case, first_interesting: FirstInteresting,
 
 # -- helpers ----------------------------------------------------------------------------------
 def _size(g: Graph) -> tuple[int, int, int]:
-    from generators.graphs.ops.base import elements
+    from fuzzharness.generators.graphs.ops.base import elements
 
     shapes = g.shapes()
     return (len(g.nodes), len(g.outputs), sum(elements(s) for s in shapes.values()))
@@ -153,13 +153,13 @@ def refresh_schedule(case: Case) -> Case:
         schedule["layout"] = None
     functions = schedule.get("functions") or {}
     if functions:
-        from fuzzharness.pipelines.relax import (
+        from fuzzharness.generators.graphs.program import build_module
+        from fuzzharness.kinds.relax.run import (
             fingerprint,
             graph_target,
             legalize,
             prim_functions,
         )
-        from generators.graphs.program import build_module
 
         try:
             funcs = prim_functions(legalize(build_module(g), graph_target(case.target),

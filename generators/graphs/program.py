@@ -9,8 +9,8 @@ that changed) rather than showing up as a wrong answer.
 
 from __future__ import annotations
 
-from generators.graphs.ops import graph_ops
-from generators.graphs.spec import Graph
+from fuzzharness.generators.graphs.ops import graph_ops
+from fuzzharness.generators.graphs.spec import Graph
 
 
 class ModelMismatch(AssertionError):

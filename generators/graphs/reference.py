@@ -1,12 +1,12 @@
 """The float64 reference of a whole graph, with per-element error bounds composed per op.
 
-Every graph input is drawn (:mod:`generators.inputs`) and rounded once to the graph dtype:
+Every graph input is drawn (:mod:`fuzzharness.generators.inputs`) and rounded once to the graph dtype:
 that rounded array is what the compiled graph receives and what the reference starts from
-(:meth:`oracles.bounds.Approx.exact`, error 0).  Each node then applies its operator's
-``reference`` (:mod:`generators.graphs.ops`) to its arguments' :class:`~oracles.bounds.Approx`
+(:meth:`fuzzharness.oracles.bounds.Approx.exact`, error 0).  Each node then applies its operator's
+``reference`` (:mod:`fuzzharness.generators.graphs.ops`) to its arguments' :class:`~fuzzharness.oracles.bounds.Approx`
 — value and running error bound — so an error made early is carried, and amplified or
 damped, by everything downstream.  Outputs are stored in the graph dtype
-(:func:`oracles.bounds.to_expected`).
+(:func:`fuzzharness.oracles.bounds.to_expected`).
 
 Magnitudes (:func:`magnitudes`): a worst-case bound on every value's ``|value|`` when every
 input is bounded by ``s``, from each op's ``magnitude`` rule (and ``peak``: the largest
@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from generators.graphs.ops import graph_ops
-from generators.graphs.spec import Graph
-from oracles import bounds, numerics
-from oracles.bounds import Approx, Expected
+from fuzzharness.generators.graphs.ops import graph_ops
+from fuzzharness.generators.graphs.spec import Graph
+from fuzzharness.oracles import bounds, numerics
+from fuzzharness.oracles.bounds import Approx, Expected
 
 HEADROOM = 16.0  # intermediates stay below max/HEADROOM (as the workloads' safe_scale)
 
@@ -112,7 +112,7 @@ def int_max(graph: Graph) -> int:
 
 
 def input_specs(graph: Graph) -> list[Any]:
-    from generators.inputs import InputSpec
+    from fuzzharness.generators.inputs import InputSpec
 
     shapes = graph.shapes()
     scale, m = input_scale(graph), int_max(graph)

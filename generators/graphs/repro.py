@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from fuzzharness.case import Case
-from fuzzharness.verdict import Status, Verdict
+from fuzzharness.core.case import Case
+from fuzzharness.core.verdict import Status, Verdict
 
 REPRODUCES, FIXED, OTHER = 1, 0, 2
 CHILD_TIMEOUT = 300
@@ -57,7 +57,7 @@ class Script:
 # -- expectations --------------------------------------------------------------------------
 def error_pattern(message: str) -> str:
     """A regex for the identifying line of ``message`` (numbers and addresses may vary)."""
-    from fuzzharness.buckets import salient_line
+    from fuzzharness.engine.buckets import salient_line
 
     line = salient_line(message).strip()
     parts, last = [], 0
@@ -108,7 +108,7 @@ def _schedule_source(func, trace) -> tuple[str, list[str], str | None]:
     import tvm
     from tvm import s_tir
 
-    from fuzzharness.tvm_support import replay_trace, structural_equal
+    from fuzzharness.core.tvm_support import replay_trace, structural_equal
 
     sch = replay_trace(func, trace)
     try:
@@ -129,18 +129,18 @@ def _schedule_source(func, trace) -> tuple[str, list[str], str | None]:
 def write_script(case: Case, verdict: Verdict, *, bucket: str = "", versions: dict | None = None,
                  title: str = "") -> Script:
     """The repro script of graph ``case`` whose verdict is ``verdict``."""
-    from fuzzharness.pipelines.relax import (
+    from fuzzharness.core.tvm_support import versions as tvm_versions
+    from fuzzharness.generators.graphs import reference
+    from fuzzharness.generators.graphs.program import build_module
+    from fuzzharness.generators.graphs.spec import Graph
+    from fuzzharness.generators.inputs import make_inputs
+    from fuzzharness.kinds.relax.run import (
         LAYOUTS,
         graph_target,
         legalize,
         prim_functions,
         runs_on_vm,
     )
-    from fuzzharness.tvm_support import versions as tvm_versions
-    from generators.graphs import reference
-    from generators.graphs.program import build_module
-    from generators.graphs.spec import Graph
-    from generators.inputs import make_inputs
 
     target = graph_target(case.target)
     if not runs_on_vm(target) and verdict.stage.value not in ("generate", "lower"):
@@ -206,7 +206,7 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str = "", versions: di
 def _check_roundtrip(mod, text: str) -> None:
     import tvm
 
-    from fuzzharness.tvm_support import structural_equal
+    from fuzzharness.core.tvm_support import structural_equal
 
     if not structural_equal(tvm.script.from_source(text), mod):
         raise NotReproducible("the Relax module does not print and parse back to itself")

@@ -18,7 +18,7 @@ A graph case stores its graph in ``case.workload["params"]`` (workload name ``"g
   a node) along ``axis``, divided by ``divisor``.  References make shapes follow each other:
   a weight's input channels follow the activation it is applied to, a bias follows the
   channels of the node it is added to, so shrinking one extent keeps the graph valid;
-* a node applies a registered operator (:mod:`generators.graphs.ops`) to earlier values;
+* a node applies a registered operator (:mod:`fuzzharness.generators.graphs.ops`) to earlier values;
   its output shape is inferred (:meth:`Graph.shapes`), never stored;
 * ``outputs`` names nodes (at least one); the compiled function returns them in this order
   (a tuple when there are several).
@@ -102,7 +102,7 @@ class Graph:
     # -- shapes -------------------------------------------------------------------------------
     def shapes(self) -> dict[str, Shape]:
         """Every value's shape (inputs and nodes), validating the whole graph on the way."""
-        from generators.graphs.ops import graph_ops
+        from fuzzharness.generators.graphs.ops import graph_ops
 
         if self.dtype not in DTYPES:
             raise InvalidGraph(f"graph dtype {self.dtype!r} is not one of {', '.join(DTYPES)}")
@@ -223,7 +223,7 @@ def graph_primitives(case: dict[str, Any]) -> tuple[str, ...]:
     A minimized graph case drops operators and traces, so its set shrinks — which is what
     the minimizer's same-bug rule for wrong answers expects (a subset of the original's).
     """
-    from fuzzharness.buckets import trace_primitives
+    from fuzzharness.engine.buckets import trace_primitives
 
     params = (case.get("workload") or {}).get("params") or {}
     names = {str(n.get("op")) for n in params.get("nodes") or [] if isinstance(n, dict)}

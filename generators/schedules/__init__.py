@@ -1,6 +1,6 @@
 """Schedule generation.  Importing this package registers every primitive module below."""
 
-from generators.schedules import (  # noqa: F401  (registration)
+from fuzzharness.generators.schedules import (  # noqa: F401  (registration)
     block_iter_order,
     blockize,
     buffer_access,
@@ -27,7 +27,7 @@ from generators.schedules import (  # noqa: F401  (registration)
     unroll,
     vectorize,
 )
-from generators.schedules.base import (
+from fuzzharness.generators.schedules.base import (
     Primitive,
     ScheduleOptions,
     ScheduleState,

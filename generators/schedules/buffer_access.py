@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from generators.schedules.base import Primitive, ScheduleState, register
+from fuzzharness.generators.schedules.base import Primitive, ScheduleState, register
 
 
 @register

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from generators.schedules.base import Primitive, ScheduleState, register
+from fuzzharness.generators.schedules.base import Primitive, ScheduleState, register
 
 
 def _pairs(state: ScheduleState) -> list[tuple[str, str]]:

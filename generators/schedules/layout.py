@@ -12,14 +12,14 @@ Index maps are drawn from four bijective families over the buffer's (or block's)
 
 On a *parameter* buffer the function's signature changes: the harness lays the inputs out in
 the new layout before the call, fills input padding with the pad value (TVM may assume it is
-there), and reads outputs back through the same map (:mod:`generators.schedules.relayout`).
+there), and reads outputs back through the same map (:mod:`fuzzharness.execution.relayout`).
 """
 
 from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from generators.schedules.base import Primitive, ScheduleState, register
+from fuzzharness.generators.schedules.base import Primitive, ScheduleState, register
 
 FAMILIES = ("permute", "split", "fuse")
 KNOWN_BUG_FAMILIES = ("reverse",)

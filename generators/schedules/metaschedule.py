@@ -20,7 +20,7 @@ The result is an ordinary trace (sampling decisions included) stored and replaye
 other case.  Non-ScheduleError exceptions from TVM propagate: they are findings.
 
 Cost: the first ``TuneContext`` of a process imports ``tvm.s_tir.tensor_intrin``, which parses
-some 250 TVMScript functions (≈ 4 s with the speed-up in :mod:`fuzzharness.warmup`, which
+some 250 TVMScript functions (≈ 4 s with the speed-up in :mod:`fuzzharness.core.warmup`, which
 also keeps that one-time cost out of the case's timeout).  Workers are persistent, so this is
 paid once per worker, on its first MetaSchedule case.  After that a sample costs milliseconds.
 """
@@ -31,8 +31,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from fuzzharness.tvm_support import is_schedule_error
-from generators.schedules.base import LOOKUPS, Step, method_name
+from fuzzharness.core.tvm_support import is_schedule_error
+from fuzzharness.generators.schedules.base import LOOKUPS, Step, method_name
 
 #: design spaces are generated for this target, whatever the case's target: ``num-cores``
 #: decides parallel extents, and must not come from the generating machine
@@ -42,8 +42,8 @@ SOURCE = "metaschedule"
 
 
 def prepare() -> None:
-    """Import MetaSchedule's tensor intrinsics once per process (see fuzzharness.warmup)."""
-    from fuzzharness import warmup
+    """Import MetaSchedule's tensor intrinsics once per process (see fuzzharness.core.warmup)."""
+    from fuzzharness.core import warmup
 
     warmup.tensor_intrinsics()
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from generators.schedules.base import Primitive, Refused, ScheduleState, Step, register
+from fuzzharness.generators.schedules.base import Primitive, Refused, ScheduleState, Step, register
 
 STAGE, ORDER, SCOPE = "software_pipeline_stage", "software_pipeline_order", "double_buffer_scope"
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from generators.schedules.base import Primitive, ScheduleState, register
+from fuzzharness.generators.schedules.base import Primitive, ScheduleState, register
 
 # The unroll budgets MetaSchedule uses on CPU; larger values only measure LLVM's patience.
 UNROLL_STEPS = (0, 16, 64, 512)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from generators.schedules.base import Primitive, ScheduleState, register
+from fuzzharness.generators.schedules.base import Primitive, ScheduleState, register
 
 
 @register

@@ -2,7 +2,7 @@
 
 Proposals are made against the *current* structure (so that most are accepted), which means
 looking at the function after every step.  :func:`analyse` walks the scheduled PrimFunc once
-and returns plain facts; the :class:`~generators.schedules.base.ScheduleState` caches them
+and returns plain facts; the :class:`~fuzzharness.generators.schedules.base.ScheduleState` caches them
 for the duration of one step.
 
 Facts, per block (the implicit ``root`` block excluded):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from generators.schedules.base import Primitive, ScheduleState, register
+from fuzzharness.generators.schedules.base import Primitive, ScheduleState, register
 
 # Full unrolling of long loops only measures LLVM's patience (seconds per case): a 1024-long
 # reduction unrolled under a 64-wide one is 65k statements for the optimiser, not a new bug.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from generators.schedules.base import Primitive, ScheduleState, register
+from fuzzharness.generators.schedules.base import Primitive, ScheduleState, register
 
 # Thousands of lanes only test LLVM's patience (minutes per case), not numerics; 64 lanes of
 # fp16 are already four 512-bit registers.

@@ -1,6 +1,6 @@
 """The workload catalog.  Importing this package registers every workload module below."""
 
-from generators.workloads import (  # noqa: F401
+from fuzzharness.generators.workloads import (  # noqa: F401
     argmax,
     batch_matmul,
     conv2d,
@@ -12,14 +12,14 @@ from generators.workloads import (  # noqa: F401
     layer_norm,
     matmul,
     pad,
-    pool,
+    pooling,
     reduce,
     row_reduce,
     softmax,
 )
-from generators.workloads.base import GenOptions, TensorSpec, Workload, workloads
+from fuzzharness.generators.workloads.base import GenOptions, TensorSpec, Workload, workloads
 
 __all__ = ["GenOptions", "TensorSpec", "Workload", "workloads"]
 
 # The Relax graph family, registered last: its operators build on the workload modules above.
-import generators.graphs.workload  # noqa: E402, F401
+import fuzzharness.generators.graphs.workload  # noqa: E402, F401

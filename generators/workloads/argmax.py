@@ -4,7 +4,7 @@ One block, ``argmax`` (or ``argmin``), with TOPI's tuple reducer: it writes the 
 (int32) and the extreme value ``V`` together; the combine rule keeps the current element on
 a tie only when its index is smaller, which makes the result independent of the reduction
 order (so ``rfactor`` and any reordering must agree exactly).  Values of bfloat16 inputs are
-compared in float32 (see :func:`generators.workloads.base.minmax_dtype`).  Error model:
+compared in float32 (see :func:`fuzzharness.generators.workloads.base.minmax_dtype`).  Error model:
 exact for both outputs (numpy's ``argmax``/``argmin`` return the first extreme, the same
 tie rule).  Inputs never reach the init value (int8 inputs stay within ±127).
 
@@ -20,8 +20,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from generators.inputs import InputSpec
-from generators.workloads.base import (
+from fuzzharness.generators.inputs import InputSpec
+from fuzzharness.generators.workloads.base import (
     GenOptions,
     TensorSpec,
     Workload,
@@ -34,7 +34,7 @@ from generators.workloads.base import (
     minmax_dtype,
     register,
 )
-from oracles import bounds, numerics
+from fuzzharness.oracles import bounds, numerics
 
 LABELS = ("float32", "float16", "bfloat16", "int8")
 

@@ -5,11 +5,11 @@ A workload turns drawn parameters into three things that must agree:
 * a program — TVMScript text of one ``@T.prim_func(s_tir=True)`` named ``main`` whose
   parameters are the inputs followed by the outputs, in the order of :meth:`inputs` +
   :meth:`outputs`;
-* inputs — :class:`~generators.inputs.InputSpec` with the magnitudes that keep the float modes
+* inputs — :class:`~fuzzharness.generators.inputs.InputSpec` with the magnitudes that keep the float modes
   overflow-free and the exact-integer mode exact;
 * a float64 reference — computed with numpy (never TVM) from the inputs as the kernel sees
-  them, with per-element bounds from :mod:`oracles.bounds`; the accumulation dtype is read from
-  the program through :class:`oracles.program.Numerics`, not taken from the parameters.
+  them, with per-element bounds from :mod:`fuzzharness.oracles.bounds`; the accumulation dtype is read from
+  the program through :class:`fuzzharness.oracles.program.Numerics`, not taken from the parameters.
 
 Parameters are plain JSON data (ints, strings, lists) and fully determine the program.
 ``draw_params`` must draw only through ``data.draw`` so that generation is deterministic and
@@ -44,10 +44,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from fuzzharness.registry import Registry
-from generators.inputs import InputSpec
-from oracles.bounds import Expected
-from oracles.program import Numerics
+from fuzzharness.core.registry import Registry
+from fuzzharness.generators.inputs import InputSpec
+from fuzzharness.oracles.bounds import Expected
+from fuzzharness.oracles.program import Numerics
 
 #: dtype label → (input dtype, accumulation/compute dtype, output dtype)
 DTYPE_LABELS: dict[str, tuple[str, str, str]] = {
@@ -121,7 +121,7 @@ class Workload:
 
     # -- helpers ------------------------------------------------------------------------
     def prim_func(self, params: dict[str, Any]):
-        from fuzzharness.tvm_support import parse_prim_func  # cached: see its docstring
+        from fuzzharness.core.tvm_support import parse_prim_func  # cached: see its docstring
 
         return parse_prim_func(self.source(params))
 
@@ -130,7 +130,7 @@ class Workload:
         text = self.kernel_source(params)
         if func is not None and text == self.source(params):
             return func
-        from fuzzharness.tvm_support import parse_prim_func
+        from fuzzharness.core.tvm_support import parse_prim_func
 
         return parse_prim_func(text)
 
@@ -220,14 +220,14 @@ def highest(dtype: str) -> str:
 
 def lowest_value(dtype: str) -> float:
     """``T.min_value(dtype)`` as a float (the finite lowest value, not −inf)."""
-    from oracles import numerics
+    from fuzzharness.oracles import numerics
 
     return float(numerics.int_range(dtype)[0]) if numerics.is_int(dtype) else -numerics.fmt(dtype).max
 
 
 def int_input_max(dtype: str) -> int:
     """The largest symmetric integer magnitude an input of ``dtype`` may take."""
-    from oracles import numerics
+    from fuzzharness.oracles import numerics
 
     if numerics.is_int(dtype):
         return numerics.int_range(dtype)[1]
@@ -241,7 +241,7 @@ def exact_int_max(k: int, in_dtype: str, sum_dtypes: tuple[str, ...], *, product
     when that is ≤ 2^p of every dtype the sum passes through (``sum_dtypes``: accumulation and
     output), and the inputs themselves must be representable in ``in_dtype``.
     """
-    from oracles import numerics
+    from fuzzharness.oracles import numerics
 
     def cap(d: str) -> int:
         return numerics.fmt(d).max_exact_int if numerics.is_float(d) else numerics.int_range(d)[1]
@@ -256,7 +256,7 @@ def reduction_limit(options: GenOptions, label: str) -> int:
     at ``2^p`` of a float accumulator — beyond it neither mode can judge (``k·u ≥ 1`` and not
     even inputs of magnitude 1 keep every partial sum exact), so such a case could only be
     inconclusive."""
-    from oracles import numerics
+    from fuzzharness.oracles import numerics
 
     acc = DTYPE_LABELS[label][1]
     cap = numerics.fmt(acc).max_exact_int if numerics.is_float(acc) else options.max_reduction

@@ -8,7 +8,7 @@ broadcast.  Every intermediate is stored in the compute dtype; the last step sto
 output dtype (a cast in the store when they differ).
 
 Per operation (see :data:`OPS`): its TVMScript template, its error-bound rule from
-:mod:`oracles.bounds`, a worst-case magnitude rule (used to pick an input scale that keeps
+:mod:`fuzzharness.oracles.bounds`, a worst-case magnitude rule (used to pick an input scale that keeps
 every intermediate finite, and an exact-integer magnitude that keeps every intermediate an
 exactly representable integer), whether integer arithmetic can express it (exact modes and
 int8), and whether a nan operand has an order-independent IEEE result (not for max/min/relu:
@@ -21,8 +21,8 @@ import dataclasses
 import math
 from collections.abc import Callable
 
-from oracles import bounds, numerics
-from oracles.bounds import Approx
+from fuzzharness.oracles import bounds, numerics
+from fuzzharness.oracles.bounds import Approx
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from generators.inputs import InputSpec
-from generators.workloads.base import (
+from fuzzharness.generators.inputs import InputSpec
+from fuzzharness.generators.workloads.base import (
     DTYPE_LABELS,
     GenOptions,
     TensorSpec,
@@ -32,8 +32,8 @@ from generators.workloads.base import (
     reduction_limit,
     register,
 )
-from generators.workloads.matmul import int_scale, specials
-from oracles import bounds
+from fuzzharness.generators.workloads.matmul import int_scale, specials
+from fuzzharness.oracles import bounds
 
 MAX_MACS = 1_500_000  # keeps the unscheduled kernel's run time small next to its compile
 

@@ -3,7 +3,7 @@
 Blocks: ``dense`` (the K-term reduction into ``D``, in the accumulation dtype), then the
 epilogue ``add_0`` (bias, broadcast along rows) and ``relu_1``, computed in the accumulation
 dtype; the last stores to the output dtype.  Error model: a dot product
-(:func:`oracles.bounds.accumulate`) followed by the running error bound of the epilogue.
+(:func:`fuzzharness.oracles.bounds.accumulate`) followed by the running error bound of the epilogue.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from generators.inputs import InputSpec
-from generators.workloads import chain
-from generators.workloads.base import (
+from fuzzharness.generators.inputs import InputSpec
+from fuzzharness.generators.workloads import chain
+from fuzzharness.generators.workloads.base import (
     ALL_SPECIALS,
     DTYPE_LABELS,
     GenOptions,
@@ -29,9 +29,9 @@ from generators.workloads.base import (
     reduction_limit,
     register,
 )
-from generators.workloads.matmul import dot
-from oracles import bounds, numerics
-from oracles.bounds import Approx
+from fuzzharness.generators.workloads.matmul import dot
+from fuzzharness.oracles import bounds, numerics
+from fuzzharness.oracles.bounds import Approx
 
 
 def epilogue(relu: bool) -> list[dict]:

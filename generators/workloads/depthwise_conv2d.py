@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from generators.inputs import InputSpec
-from generators.workloads.base import (
+from fuzzharness.generators.inputs import InputSpec
+from fuzzharness.generators.workloads.base import (
     DTYPE_LABELS,
     GenOptions,
     TensorSpec,
@@ -27,9 +27,9 @@ from generators.workloads.base import (
     exact_int_max,
     register,
 )
-from generators.workloads.conv2d import draw_conv_shape, out_extent, windows
-from generators.workloads.matmul import int_scale, specials
-from oracles import bounds
+from fuzzharness.generators.workloads.conv2d import draw_conv_shape, out_extent, windows
+from fuzzharness.generators.workloads.matmul import int_scale, specials
+from fuzzharness.oracles import bounds
 
 
 @register

@@ -1,10 +1,10 @@
 """Elementwise chains with broadcasting: ``out = f_n(… f_1(X, Y) …, Z)``.
 
-One block per operation (``<op>_<i>``, see :mod:`generators.workloads.chain`) so that
+One block per operation (``<op>_<i>``, see :mod:`fuzzharness.generators.workloads.chain`) so that
 ``compute_inline``/``reverse_compute_inline``/``compute_at`` have targets.  ``X`` has the
 output's shape; ``Y`` and ``Z`` are broadcast along any subset of the trailing dimensions
 (numpy rules: a lower rank, or extent 1).  Error model: the running error bound of
-:mod:`oracles.bounds` along the chain (ulp-based rules for ``exp``/``sigmoid``/``tanh``);
+:mod:`fuzzharness.oracles.bounds` along the chain (ulp-based rules for ``exp``/``sigmoid``/``tanh``);
 integer chains (int8 → int32, and the exact-integer mode when the chain has no
 transcendental) are exact.
 """
@@ -15,9 +15,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from generators.inputs import InputSpec
-from generators.workloads import chain
-from generators.workloads.base import (
+from fuzzharness.generators.inputs import InputSpec
+from fuzzharness.generators.workloads import chain
+from fuzzharness.generators.workloads.base import (
     ALL_SPECIALS,
     DTYPE_LABELS,
     GenOptions,
@@ -28,8 +28,8 @@ from generators.workloads.base import (
     draw_label,
     register,
 )
-from oracles import bounds, numerics
-from oracles.bounds import Approx
+from fuzzharness.oracles import bounds, numerics
+from fuzzharness.oracles.bounds import Approx
 
 MAX_EXTENT = {1: 1024, 2: 64, 3: 16, 4: 8}
 

@@ -1,6 +1,6 @@
 """A matmul fused with an elementwise epilogue: ``out = f_n(… f_1(A @ B, e_1) …, e_n)``.
 
-The epilogue draws 1-3 operations (any of :mod:`generators.workloads.chain`; integer ones for
+The epilogue draws 1-3 operations (any of :mod:`fuzzharness.generators.workloads.chain`; integer ones for
 int8) whose operands are a per-column ``bias`` (N,), a per-column ``scale`` (N,) or a full
 ``residual`` (M, N).  Blocks: ``C`` (reduction into ``C_acc`` in the accumulation dtype) and
 one block per epilogue operation, computed in the accumulation dtype; the last stores to the
@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from generators.inputs import InputSpec
-from generators.workloads import chain
-from generators.workloads.base import (
+from fuzzharness.generators.inputs import InputSpec
+from fuzzharness.generators.workloads import chain
+from fuzzharness.generators.workloads.base import (
     ALL_SPECIALS,
     DTYPE_LABELS,
     GenOptions,
@@ -30,9 +30,9 @@ from generators.workloads.base import (
     reduction_limit,
     register,
 )
-from generators.workloads.matmul import dot
-from oracles import bounds, numerics
-from oracles.bounds import Approx
+from fuzzharness.generators.workloads.matmul import dot
+from fuzzharness.oracles import bounds, numerics
+from fuzzharness.oracles.bounds import Approx
 
 OPERANDS = ("bias", "scale", "residual")
 

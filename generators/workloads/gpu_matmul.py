@@ -23,9 +23,15 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from generators.inputs import InputSpec
-from generators.workloads.base import GenOptions, TensorSpec, Workload, exact_int_max, register
-from oracles import bounds
+from fuzzharness.generators.inputs import InputSpec
+from fuzzharness.generators.workloads.base import (
+    GenOptions,
+    TensorSpec,
+    Workload,
+    exact_int_max,
+    register,
+)
+from fuzzharness.oracles import bounds
 
 TC_DTYPES = {  # label → (input, accumulation = output)
     "float16": ("float16", "float16"),

@@ -15,8 +15,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from generators.inputs import InputSpec
-from generators.workloads.base import (
+from fuzzharness.generators.inputs import InputSpec
+from fuzzharness.generators.workloads.base import (
     ALL_SPECIALS,
     DTYPE_LABELS,
     FLOAT_LABELS,
@@ -30,8 +30,8 @@ from generators.workloads.base import (
     draw_label,
     register,
 )
-from oracles import bounds
-from oracles.bounds import Approx
+from fuzzharness.oracles import bounds
+from fuzzharness.oracles.bounds import Approx
 
 EPS = 1e-5
 #: longest row per compute dtype: the variance under rsqrt must stay distinguishable from
@@ -114,7 +114,7 @@ def layer_norm_bound(x: Approx, gamma: Approx, beta: Approx, axes, *, stat: str,
     normalisation ``(x − μ) · rsqrt(σ² + eps)`` in ``stat`` (sums accumulated in ``acc_mean``
     and ``acc_var``; the element count and ``eps`` literals of ``stat``), then ``· gamma +
     beta`` in ``affine`` (the normalised value cast to it).  Shared with the graph operator
-    (:mod:`generators.graphs.ops.layer_norm`): TVM's legalization computes the statistics in
+    (:mod:`fuzzharness.generators.graphs.ops.layer_norm`): TVM's legalization computes the statistics in
     float32 and the affine part in the graph dtype."""
     axes = tuple(axes) if isinstance(axes, tuple | list) else (axes,)
     xs = bounds.cast(x, stat)

@@ -2,7 +2,7 @@
 
 Blocks: ``C`` (the reduction; it accumulates into ``C`` itself, or into ``C_acc`` when the
 accumulator is wider than the output) and ``C_cast`` (the store of ``C_acc`` to ``C``).
-Error model: a k-term dot product (:func:`oracles.bounds.reduction`, products), with the
+Error model: a k-term dot product (:func:`fuzzharness.oracles.bounds.reduction`, products), with the
 accumulation dtype read from the program.
 """
 
@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from generators.inputs import InputSpec
-from generators.workloads.base import (
+from fuzzharness.generators.inputs import InputSpec
+from fuzzharness.generators.workloads.base import (
     ALL_SPECIALS,
     DTYPE_LABELS,
     GenOptions,
@@ -29,7 +29,7 @@ from generators.workloads.base import (
     reduction_limit,
     register,
 )
-from oracles import bounds, numerics
+from fuzzharness.oracles import bounds, numerics
 
 # label → (input dtype, accumulation dtype, output dtype)
 DTYPES = DTYPE_LABELS

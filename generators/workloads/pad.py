@@ -12,8 +12,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from generators.inputs import InputSpec
-from generators.workloads.base import (
+from fuzzharness.generators.inputs import InputSpec
+from fuzzharness.generators.workloads.base import (
     ALL_SPECIALS,
     GenOptions,
     TensorSpec,
@@ -26,7 +26,7 @@ from generators.workloads.base import (
     lowest_value,
     register,
 )
-from oracles import bounds, numerics
+from fuzzharness.oracles import bounds, numerics
 
 LABELS = ("float32", "float16", "bfloat16", "int8")
 MAX_EXTENT = {1: 512, 2: 48, 3: 16, 4: 8}

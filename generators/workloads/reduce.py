@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from generators.inputs import InputSpec
-from generators.workloads.base import (
+from fuzzharness.generators.inputs import InputSpec
+from fuzzharness.generators.workloads.base import (
     ALL_SPECIALS,
     DTYPE_LABELS,
     INF_SPECIALS,
@@ -37,7 +37,7 @@ from generators.workloads.base import (
     reduction_limit,
     register,
 )
-from oracles import bounds, numerics
+from fuzzharness.oracles import bounds, numerics
 
 MAX_EXTENT = {1: 1024, 2: 128, 3: 24, 4: 10}
 

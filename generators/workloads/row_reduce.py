@@ -1,7 +1,7 @@
 """Row reduction ``B[i] = Σ_j A[i, j]``: a plain sum, the simplest reassociable reduction.
 
 Block ``B`` accumulates into the output (its dtype is the accumulation dtype).  Error model:
-a k-term sum (:func:`oracles.bounds.reduction`, no products).
+a k-term sum (:func:`fuzzharness.oracles.bounds.reduction`, no products).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from generators.inputs import InputSpec
-from generators.workloads.base import (
+from fuzzharness.generators.inputs import InputSpec
+from fuzzharness.generators.workloads.base import (
     ALL_SPECIALS,
     DTYPE_LABELS,
     GenOptions,
@@ -25,7 +25,7 @@ from generators.workloads.base import (
     reduction_limit,
     register,
 )
-from oracles import bounds, numerics
+from fuzzharness.oracles import bounds, numerics
 
 # label → (input dtype, accumulation = output dtype)
 DTYPES = {label: DTYPE_LABELS[label][:2]

@@ -1,9 +1,9 @@
 """Softmax over the last axis: ``y = exp(x − max x) / Σ exp(x − max x)``.
 
-Blocks (TOPI's decomposition): ``max`` (row maximum, in :func:`~generators.workloads.base.
+Blocks (TOPI's decomposition): ``max`` (row maximum, in :func:`~fuzzharness.generators.workloads.base.
 minmax_dtype`), ``exp`` (``exp(x − m)`` in the compute dtype), ``sum`` (row sum of the
 exponentials in the compute dtype) and ``norm`` (the division, stored to the output dtype).
-Error model: the running error bound along this formula (:mod:`oracles.bounds`): the max is
+Error model: the running error bound along this formula (:mod:`fuzzharness.oracles.bounds`): the max is
 exact, the subtraction rounds once, ``exp`` carries libm's error and its argument's error,
 the sum is a k-term reduction of computed terms, the division rounds once — so the bound
 reflects the conditioning of each row.  Row lengths stay where γ_k of the compute dtype is
@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from generators.inputs import InputSpec
-from generators.workloads.base import (
+from fuzzharness.generators.inputs import InputSpec
+from fuzzharness.generators.workloads.base import (
     DTYPE_LABELS,
     FLOAT_LABELS,
     GenOptions,
@@ -34,8 +34,8 @@ from generators.workloads.base import (
     minmax_dtype,
     register,
 )
-from oracles import bounds
-from oracles.bounds import Approx
+from fuzzharness.oracles import bounds
+from fuzzharness.oracles.bounds import Approx
 
 #: longest row per compute dtype: well inside n·u < 1 so the bound says something
 MAX_ROW = {"float32": 1024, "float16": 512, "bfloat16": 64}
@@ -112,7 +112,7 @@ def softmax_bound(x: Approx, axis: int, compute: str, acc: str, minmax: str) -> 
     the maximum in ``minmax`` starting from its lowest finite value (exact, 1-Lipschitz: it
     carries the largest error of its row), ``exp(x − max)`` and the division in ``compute``,
     the sum accumulated in ``acc``.  Shared with the graph operator
-    (:mod:`generators.graphs.ops.softmax`), whose legalization is this formula."""
+    (:mod:`fuzzharness.generators.graphs.ops.softmax`), whose legalization is this formula."""
     m = bounds.reduce_max(x, axis, keepdims=True)
     m = Approx(np.maximum(m.value, lowest_value(minmax)), m.err, minmax, m.notes)
     mx = bounds.cast(m, compute)  # exact: m is a value of the compute dtype

@@ -30,9 +30,9 @@ from typing import Any
 from hypothesis import strategies as st
 
 from fuzzharness.backends.base import Backend, backends, register
-from generators.workloads.base import GenOptions
-from generators.workloads.base import register as register_workload
-from generators.workloads.row_reduce import RowSum
+from fuzzharness.generators.workloads.base import GenOptions
+from fuzzharness.generators.workloads.base import register as register_workload
+from fuzzharness.generators.workloads.row_reduce import RowSum
 
 BEHAVIOURS = ("none", "segfault", "abort", "hang", "oom", "oom_numpy", "harness_bug")
 STAGES = ("lower", "codegen", "build", "run")

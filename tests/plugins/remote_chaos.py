@@ -25,9 +25,9 @@ from typing import Any
 import tvm_ffi
 from hypothesis import strategies as st
 
-from generators.workloads.base import GenOptions
-from generators.workloads.base import register as register_workload
-from generators.workloads.row_reduce import RowSum
+from fuzzharness.generators.workloads.base import GenOptions
+from fuzzharness.generators.workloads.base import register as register_workload
+from fuzzharness.generators.workloads.row_reduce import RowSum
 
 BEHAVIOURS = ("none", "none", "abort", "drop_once")  # "none" twice: mostly behaving cases
 DROP_DIR_ENV = "FUZZHARNESS_TEST_DROP_DIR"

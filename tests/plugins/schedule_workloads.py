@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from generators.inputs import InputSpec
-from generators.workloads.base import (
+from fuzzharness.generators.inputs import InputSpec
+from fuzzharness.generators.workloads.base import (
     GenOptions,
     TensorSpec,
     Workload,
@@ -32,7 +32,7 @@ from generators.workloads.base import (
     register,
     workloads,
 )
-from oracles import bounds
+from fuzzharness.oracles import bounds
 
 # label → (input dtype, accumulation/output dtype)
 DTYPES = {"float32": ("float32", "float32"), "float16-acc32": ("float16", "float32")}

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import time
 
-from fuzzharness import warmup
-from generators.workloads.base import register
-from generators.workloads.row_reduce import RowSum
+from fuzzharness.core import warmup
+from fuzzharness.generators.workloads.base import register
+from fuzzharness.generators.workloads.row_reduce import RowSum
 
 SETUP_SECONDS = 3.0
 

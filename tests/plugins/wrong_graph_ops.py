@@ -7,10 +7,10 @@ produce.  Its ``weight`` is 0, so random graphs never contain it; tests build gr
 
 from __future__ import annotations
 
-from generators.graphs.ops import register_op
-from generators.graphs.ops.elementwise import Unary
+from fuzzharness.generators.graphs.ops import register_op
+from fuzzharness.generators.graphs.ops.elementwise import Unary
 
-if "test_wrong_relu" not in __import__("generators.graphs.ops", fromlist=["graph_ops"]).graph_ops:
+if "test_wrong_relu" not in __import__("fuzzharness.generators.graphs.ops", fromlist=["graph_ops"]).graph_ops:
 
     @register_op
     class WrongRelu(Unary):

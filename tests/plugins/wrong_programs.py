@@ -13,8 +13,8 @@ pipeline (and worker processes, via FUZZHARNESS_PLUGINS=tests.plugins.wrong_prog
 
 from __future__ import annotations
 
-from generators.workloads.base import register, workloads
-from generators.workloads.matmul import DTYPES, Matmul
+from fuzzharness.generators.workloads.base import register, workloads
+from fuzzharness.generators.workloads.matmul import DTYPES, Matmul
 
 
 @register

@@ -1,6 +1,6 @@
 """Graph operators.  Importing this package registers every op family module below."""
 
-from generators.graphs.ops import (  # noqa: F401  (registration)
+from fuzzharness.generators.graphs.ops import (  # noqa: F401  (registration)
     conv,
     elementwise,
     matmul,
@@ -8,6 +8,12 @@ from generators.graphs.ops import (  # noqa: F401  (registration)
     pool,
     shape,
 )
-from generators.graphs.ops.base import DrawContext, GraphOp, graph_ops, menu, register_op
+from fuzzharness.generators.graphs.ops.base import (
+    DrawContext,
+    GraphOp,
+    graph_ops,
+    menu,
+    register_op,
+)
 
 __all__ = ["DrawContext", "GraphOp", "graph_ops", "menu", "register_op"]

@@ -9,10 +9,10 @@ A :class:`GraphOp` knows, for one Relax operator (or a small fixed idiom of them
                attributes — through ``ctx.draw`` only (deterministic, shrinkable); ``None``
                when the graph offers no site
 ``infer``      the output shape from argument shapes and attributes; raises
-               :class:`~generators.graphs.spec.InvalidGraph` for anything the op does not
+               :class:`~fuzzharness.generators.graphs.spec.InvalidGraph` for anything the op does not
                accept (the model's validity check, and the minimizer's)
 ``emit``       the Relax expression (``tvm.relax.op``) for the node
-``reference``  the float64 value and running error bound (:class:`oracles.bounds.Approx`) of
+``reference``  the float64 value and running error bound (:class:`fuzzharness.oracles.bounds.Approx`) of
                the node along the formula TVM's legalization computes (each op module says
                which: ``tests/test_graphs.py`` checks the legalized TIR against it)
 ``magnitude``  a worst-case bound on ``|value|`` given bounds on the arguments', used to pick
@@ -20,7 +20,7 @@ A :class:`GraphOp` knows, for one Relax operator (or a small fixed idiom of them
                ``integer_exact``, the exact-integer input mode's magnitudes)
 
 Invariant: ``reference`` never under-estimates the error of any evaluation TVM may legally
-choose (fusion, any schedule): the bound rules of :mod:`oracles.bounds` hold for every
+choose (fusion, any schedule): the bound rules of :mod:`fuzzharness.oracles.bounds` hold for every
 summation order and for fewer roundings.
 """
 
@@ -31,9 +31,9 @@ from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 
-from fuzzharness.registry import Registry
-from generators.graphs.spec import InvalidGraph, Node, Shape
-from oracles.bounds import Approx
+from fuzzharness.core.registry import Registry
+from fuzzharness.generators.graphs.spec import InvalidGraph, Node, Shape
+from fuzzharness.oracles.bounds import Approx
 
 #: elements of any one value, and multiply-adds of any one node: keeps compile, run and the
 #: float64 reference of a graph small next to TVM's build time
@@ -172,6 +172,6 @@ def like(name: str, rank: int) -> list[Any]:
 
 def draw_extent(ctx: DrawContext, hi: int, lo: int = 1) -> int:
     """An extent in [lo, hi], often 1, a prime or a power of two (odd shapes on purpose)."""
-    from generators.workloads.base import draw_extent as base
+    from fuzzharness.generators.workloads.base import draw_extent as base
 
     return base(ctx.data, hi, lo=lo)

@@ -5,9 +5,9 @@ TVM legalizes ``relax.nn.conv2d`` to a ``pad_temp`` block (zero padding) and one
 over ``C/groups · KH · KW`` products, accumulated in the output dtype: the graph dtype, or
 float32 when the node's ``acc`` attribute asks for it (``out_dtype="float32"``; the node then
 casts back with ``astype``, the usual mixed-precision idiom).  Bound: the bilinear reduction
-rule (:func:`oracles.bounds.bilinear`) on the operands as computed, then the cast.  The
+rule (:func:`fuzzharness.oracles.bounds.bilinear`) on the operands as computed, then the cast.  The
 float64 value uses the conv2d workload's window extraction
-(:func:`generators.workloads.conv2d.windows`).
+(:func:`fuzzharness.generators.workloads.conv2d.windows`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from generators.graphs.ops.base import (
+from fuzzharness.generators.graphs.ops.base import (
     MAX_ELEMENTS,
     MAX_MACS,
     DrawContext,
@@ -27,9 +27,9 @@ from generators.graphs.ops.base import (
     register_op,
     require,
 )
-from generators.graphs.spec import Node, Shape
-from generators.workloads.conv2d import windows
-from oracles import bounds
+from fuzzharness.generators.graphs.spec import Node, Shape
+from fuzzharness.generators.workloads.conv2d import windows
+from fuzzharness.oracles import bounds
 
 LAYOUTS = {"NCHW": "OIHW", "NHWC": "HWIO"}
 

@@ -7,13 +7,13 @@ shape or a new input: same shape, or a *bias*-like shape that keeps some extents
 elsewhere (``[1, C, 1, 1]`` after an NCHW convolution), possibly of lower rank.
 
 What TVM 0.27's legalization computes (``tests/test_graphs.py`` checks the TIR), all in the
-graph dtype unless said otherwise, and the bound rule used (:mod:`oracles.bounds`):
+graph dtype unless said otherwise, and the bound rule used (:mod:`fuzzharness.oracles.bounds`):
 
 ``relu``       ``max(x, 0)`` — exact
 ``gelu``       ``x · (0.5 + erf(x · 0.70710678) · 0.5)``; ``erf`` in float32 (a float16
                operand is cast up and the result cast back), the rest in the graph dtype
 ``gelu_tanh``  ``(0.5·x) · (1 + tanh((0.79788456·x) · (1 + (0.044715·x)·x)))``
-``sigmoid``, ``tanh``, ``exp``  the rules of :mod:`generators.workloads.chain` (shared)
+``sigmoid``, ``tanh``, ``exp``  the rules of :mod:`fuzzharness.generators.workloads.chain` (shared)
 ``abs``, ``neg``, ``max``, ``min``  exact; ``add``, ``sub``, ``mul``  one rounding each
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from generators.graphs.ops.base import (
+from fuzzharness.generators.graphs.ops.base import (
     MAX_ELEMENTS,
     DrawContext,
     GraphOp,
@@ -31,9 +31,9 @@ from generators.graphs.ops.base import (
     register_op,
     require,
 )
-from generators.graphs.spec import Node, Shape
-from generators.workloads.chain import OPS as CHAIN_OPS
-from oracles import bounds
+from fuzzharness.generators.graphs.spec import Node, Shape
+from fuzzharness.generators.workloads.chain import OPS as CHAIN_OPS
+from fuzzharness.oracles import bounds
 
 
 class Unary(GraphOp):

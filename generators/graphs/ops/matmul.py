@@ -4,7 +4,7 @@
 layer) or ``(..., K, N)`` with the batch extents of ``a`` (a batched matmul), or another value
 whose shape fits.  TVM legalizes it to one K-term reduction in the output dtype — the graph
 dtype, or float32 when ``acc`` asks for it (``out_dtype="float32"`` then ``astype`` back).
-Bound: :func:`oracles.bounds.bilinear` with ``np.matmul`` as the float64 form.
+Bound: :func:`fuzzharness.oracles.bounds.bilinear` with ``np.matmul`` as the float64 form.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from generators.graphs.ops.base import (
+from fuzzharness.generators.graphs.ops.base import (
     MAX_ELEMENTS,
     MAX_MACS,
     DrawContext,
@@ -22,9 +22,9 @@ from generators.graphs.ops.base import (
     register_op,
     require,
 )
-from generators.graphs.ops.elementwise import broadcast
-from generators.graphs.spec import Node
-from oracles import bounds
+from fuzzharness.generators.graphs.ops.elementwise import broadcast
+from fuzzharness.generators.graphs.spec import Node
+from fuzzharness.oracles import bounds
 
 
 @register_op

@@ -3,13 +3,13 @@
 ``softmax`` (any axis): TVM legalizes ``relax.nn.softmax`` to TOPI's four blocks — row
 maximum (starting from the dtype's lowest finite value), ``exp(x − max)``, the sum of the
 exponentials, the division — all in the graph dtype: exactly the softmax workload's formula,
-whose bound :func:`generators.workloads.softmax.softmax_bound` is shared.
+whose bound :func:`fuzzharness.generators.workloads.softmax.softmax_bound` is shared.
 
 ``layer_norm`` over the last one or two axes, with ``gamma`` and ``beta`` inputs of the
 normalised extents: TVM computes the sum, the mean (a stored division), the sum of centred
 squares and ``(x − μ)·rsqrt(σ²/N + eps)`` in float32 (a float16 ``x`` is cast up), then
 casts to the graph dtype and applies ``· gamma + beta`` there —
-:func:`generators.workloads.layer_norm.layer_norm_bound` with ``stat="float32"``.
+:func:`fuzzharness.generators.workloads.layer_norm.layer_norm_bound` with ``stat="float32"``.
 """
 
 from __future__ import annotations
@@ -18,10 +18,16 @@ import math
 
 from hypothesis import strategies as st
 
-from generators.graphs.ops.base import DrawContext, GraphOp, norm_axis, register_op, require
-from generators.graphs.spec import Node
-from generators.workloads.layer_norm import layer_norm_bound
-from generators.workloads.softmax import softmax_bound
+from fuzzharness.generators.graphs.ops.base import (
+    DrawContext,
+    GraphOp,
+    norm_axis,
+    register_op,
+    require,
+)
+from fuzzharness.generators.graphs.spec import Node
+from fuzzharness.generators.workloads.layer_norm import layer_norm_bound
+from fuzzharness.generators.workloads.softmax import softmax_bound
 
 EPS = 1e-5
 #: the softmax sum runs in the graph dtype: rows long enough to make fp16's γ_k useless

@@ -6,7 +6,7 @@ and a max reduction — exact, the error of a window's largest input at most; an
 ``relax.nn.avg_pool2d`` to zero padding, a sum in the graph dtype and a division by the
 window size or, with ``count_include_pad=False``, by the number of real elements.  The
 windows, output extents and real-element counts are the pool2d workload's
-(:class:`generators.workloads.pool.Pool2d`).
+(:class:`fuzzharness.generators.workloads.pooling.Pool2d`).
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from generators.graphs.ops.base import DrawContext, GraphOp, register_op, require
-from generators.graphs.spec import Node
-from generators.workloads.base import lowest_value
-from generators.workloads.pool import Pool2d
-from oracles import bounds
-from oracles.bounds import Approx
+from fuzzharness.generators.graphs.ops.base import DrawContext, GraphOp, register_op, require
+from fuzzharness.generators.graphs.spec import Node
+from fuzzharness.generators.workloads.base import lowest_value
+from fuzzharness.generators.workloads.pooling import Pool2d
+from fuzzharness.oracles import bounds
+from fuzzharness.oracles.bounds import Approx
 
 _POOL = Pool2d()
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from generators.graphs.ops.base import (
+from fuzzharness.generators.graphs.ops.base import (
     MAX_ELEMENTS,
     DrawContext,
     GraphOp,
@@ -26,9 +26,9 @@ from generators.graphs.ops.base import (
     register_op,
     require,
 )
-from generators.graphs.spec import Node
-from oracles import numerics
-from oracles.bounds import Approx
+from fuzzharness.generators.graphs.spec import Node
+from fuzzharness.oracles import numerics
+from fuzzharness.oracles.bounds import Approx
 
 
 def _approx(a: Approx, fn) -> Approx:

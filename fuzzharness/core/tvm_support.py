@@ -71,7 +71,7 @@ def replay_trace(func, trace_json: Any, *, seed: int = 1):
         if '"Tensorize"' in text:
             # Tensor intrinsics (wmma, mma...) are registered by name on import (≈10 s, once
             # per process); a trace that tensorizes names them.
-            from fuzzharness import warmup
+            from fuzzharness.core import warmup
 
             warmup.tensor_intrinsics()  # wmma/mma intrinsics are registered by name
         # The JSON went through json.dumps/loads; TVM wants its own containers back.

@@ -14,7 +14,7 @@ Two probes, both on the minimized case, with TVM's own ``PassContext``:
   required pass is at fault): the hint says so, and the issue shows the scheduled TIR.
 
 Disabling a pass can itself crash TVM, so the attempts run in a child process
-(``python -m fuzzharness.repro.triage``) that reports one JSON line per pass; when it dies,
+(``python -m fuzzharness.repro.pass_bisect``) that reports one JSON line per pass; when it dies,
 the attempt is recorded as a crash and a fresh child continues with the next pass.
 """
 
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fuzzharness.case import Case
+from fuzzharness.core.case import Case
 
 #: pass-manager wrappers, not passes
 WRAPPERS = {"_pipeline", "sequential", "tirx.Filter", "tirx.BindTarget"}
@@ -68,8 +68,8 @@ class _Probe:
     """Compile and run the case with given passes disabled; judge like the harness."""
 
     def __init__(self, case: Case, pattern: str | None):
+        from fuzzharness.core.tvm_support import replay_trace
         from fuzzharness.repro.reference import expectation
-        from fuzzharness.tvm_support import replay_trace
 
         self.case = case
         self.pattern = pattern
@@ -83,8 +83,8 @@ class _Probe:
         import tvm
         from tvm.ir.instrument import pass_instrument
 
-        from generators.schedules import relayout
-        from oracles.compare import judge
+        from fuzzharness.execution import relayout
+        from fuzzharness.oracles.compare import judge
 
         seen: list[str] = []
         open_: list[str] = []
@@ -143,13 +143,13 @@ def _main_script(mod) -> str:
 
 
 def _np(dtype: str):
-    from oracles.numerics import numpy_dtype
+    from fuzzharness.oracles.numerics import numpy_dtype
 
     return numpy_dtype(dtype)
 
 
 def child_main(argv: list[str]) -> int:
-    """``python -m fuzzharness.repro.triage CASE.json PATTERN START``: one JSON line per
+    """``python -m fuzzharness.repro.pass_bisect CASE.json PATTERN START``: one JSON line per
     attempt: first the unmodified pipeline ("base"), then each pass from index START."""
     case = Case.from_json(Path(argv[0]).read_text())
     pattern = argv[1] or None
@@ -169,7 +169,7 @@ def child_main(argv: list[str]) -> int:
 
 # -- the parent ----------------------------------------------------------------------------------
 def _run_child(case_path: Path, pattern: str, start: int, timeout: float) -> tuple[list[dict], int]:
-    cmd = [sys.executable, "-m", "fuzzharness.repro.triage", str(case_path), pattern, str(start)]
+    cmd = [sys.executable, "-m", "fuzzharness.repro.pass_bisect", str(case_path), pattern, str(start)]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=max(1.0, timeout))
         out, rc = p.stdout, p.returncode
@@ -249,8 +249,8 @@ def _dumps(path: Path, case: Case, name: str, budget: float) -> dict[str, str]:
         return {}
     path.write_text(case.to_json())
     cmd = [sys.executable, "-c",
-           "import json,sys\nfrom pathlib import Path\nfrom fuzzharness.case import Case\n"
-           "from fuzzharness.repro.triage import _Probe\n"
+           "import json,sys\nfrom pathlib import Path\nfrom fuzzharness.core.case import Case\n"
+           "from fuzzharness.repro.pass_bisect import _Probe\n"
            "p = _Probe(Case.from_json(Path(sys.argv[1]).read_text()), None)\n"
            "print(json.dumps(p.attempt([], watch=sys.argv[2])['ir']))", str(path), name]
     try:
@@ -264,8 +264,8 @@ def _dumps(path: Path, case: Case, name: str, budget: float) -> dict[str, str]:
 
 def _scheduled(case: Case) -> str:
     try:
+        from fuzzharness.core.tvm_support import replay_trace
         from fuzzharness.repro.reference import expectation
-        from fuzzharness.tvm_support import replay_trace
 
         return _script(replay_trace(expectation(case).func, case.trace).mod["main"])
     except Exception:  # noqa: BLE001 - a hint, never a failure

@@ -90,7 +90,7 @@ class Layout:
 
 def param_layouts(func, trace_json: Any) -> dict[str, Layout]:
     """Parameters that the trace re-laid out → their :class:`Layout` (empty: none)."""
-    from fuzzharness.tvm_support import replay_trace
+    from fuzzharness.core.tvm_support import replay_trace
 
     if not trace_json:
         return {}

@@ -1,7 +1,7 @@
 """Graph cases: a Relax program through TVM's whole pipeline, run, and judged.
 
 A graph case (``case.workload["name"] == "graph"``, the graph spec in its params, see
-:mod:`generators.graphs`) is compiled in one of these *modes* — each a differential axis,
+:mod:`fuzzharness.generators.graphs`) is compiled in one of these *modes* — each a differential axis,
 judged against the same float64 reference:
 
 ``graph:default``       TVM's default Relax pipeline for the target: library dispatch,
@@ -12,10 +12,10 @@ judged against the same float64 reference:
 ``graph:dlight``        the same, with dlight's CPU rules (``GEMV``, ``Reduction``) scheduling
                         the fused PrimFuncs (llvm)
 ``graph:random``        the fused PrimFuncs re-scheduled by the random schedule generator
-                        (:func:`generators.schedules.random_schedule`), one stored trace per
+                        (:func:`fuzzharness.generators.schedules.random_schedule`), one stored trace per
                         function (``case.schedule["functions"]``)
 ``graph:metaschedule``  the same with MetaSchedule design-space samples
-                        (:mod:`generators.schedules.metaschedule`)
+                        (:mod:`fuzzharness.generators.schedules.metaschedule`)
 
 Independently, ``case.schedule["layout"]`` names a ``ConvertLayout`` applied first
 (:data:`LAYOUTS`: NCHW → NHWC, NCHW → NCHW4c, ...).  The target decides how the program
@@ -27,7 +27,7 @@ device runtime, so :class:`CallInterpreter` executes the lowered ``main`` itself
 target (:mod:`fuzzharness.backends`), intermediate tensors handed over as arrays (texture
 scopes are laid out and read back as TVM lays them out).
 
-Stages (announced like the TIR path's, :class:`fuzzharness.execute.Execution`):
+Stages (announced like the TIR path's, :class:`fuzzharness.execution.stages.Execution`):
 ``generate`` (graph → Relax module, inputs), ``lower`` (the Relax passes up to ``FuseTIR``),
 ``schedule`` (the stored per-function traces, or dlight), ``codegen`` (the rest of the Relax
 pipeline and ``relax.build``: TIR lowering and LLVM/device code), ``build`` (the VM and its
@@ -73,7 +73,7 @@ class UnsupportedBinding(Exception):
 
 
 def is_graph_case(case) -> bool:
-    from generators.graphs.spec import GRAPH_WORKLOAD
+    from fuzzharness.generators.graphs.spec import GRAPH_WORKLOAD
 
     return case.workload_name == GRAPH_WORKLOAD
 
@@ -135,7 +135,7 @@ def apply_schedules(mod, schedule: dict[str, Any], target: dict[str, Any]):
     """The fused PrimFuncs re-scheduled as the case says (a new module)."""
     import tvm
 
-    from fuzzharness.tvm_support import replay_trace
+    from fuzzharness.core.tvm_support import replay_trace
 
     source = schedule.get("source", "graph:default")
     if source == "graph:dlight":
@@ -265,8 +265,8 @@ class CallInterpreter:
         return why
 
     def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-        from fuzzharness.execute import poison
-        from oracles.numerics import numpy_dtype
+        from fuzzharness.execution.stages import poison
+        from fuzzharness.oracles.numerics import numpy_dtype
 
         main = self.mod["main"]
         env: dict[Any, Any] = {}
@@ -308,15 +308,15 @@ def _flatten(x) -> list:
 
 # -- the execution hook ---------------------------------------------------------------------------
 def run_graph(execution):
-    """:meth:`fuzzharness.execute.Execution.run` for a graph case (see the module docstring)."""
+    """:meth:`fuzzharness.execution.stages.Execution.run` for a graph case (see the module docstring)."""
     from fuzzharness.backends import backends
-    from fuzzharness.execute import FACT_STATUSES, Outcome, _StageFailed, output_digest
-    from fuzzharness.verdict import Stage, Status, Verdict
-    from generators.graphs import reference
-    from generators.graphs.program import build_module
-    from generators.graphs.spec import Graph
-    from generators.inputs import make_inputs
-    from oracles.compare import judge
+    from fuzzharness.core.verdict import Stage, Status, Verdict
+    from fuzzharness.execution.stages import FACT_STATUSES, Outcome, _StageFailed, output_digest
+    from fuzzharness.generators.graphs import reference
+    from fuzzharness.generators.graphs.program import build_module
+    from fuzzharness.generators.graphs.spec import Graph
+    from fuzzharness.generators.inputs import make_inputs
+    from fuzzharness.oracles.compare import judge
 
     case = execution.case
     stage = execution.stage

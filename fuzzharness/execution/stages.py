@@ -7,12 +7,12 @@ process that dies mid-stage can be blamed on the right one):
 ``schedule``  replay the stored trace on a fresh ``s_tir.Schedule``; note parameters that
               ``transform_layout`` re-laid out (the kernel then takes and returns them in
               the new layout: inputs are laid out before the call, outputs read back
-              through the same map — :mod:`generators.schedules.relayout`)
+              through the same map — :mod:`fuzzharness.execution.relayout`)
 ``lower`` / ``codegen`` / ``build``   the backend's compilation steps
 ``run``       execute on poisoned output buffers (nan for floats), so unwritten elements show
 ``verify``    float64 reference + error bound → ratio and status; inputs must be unchanged;
               the order-preservation analysis of the scheduled IR
-``baseline``  (only when :func:`oracles.metamorphic.plan` asks for it) build and run the
+``baseline``  (only when :func:`fuzzharness.oracles.metamorphic.plan` asks for it) build and run the
               *unscheduled* program on the same inputs: the metamorphic reference for the
               order-aware bitwise check and the cross-check of the numpy reference
 
@@ -23,17 +23,17 @@ Classification of exceptions: an allocation failure (``MemoryError``, TVM's
 any other exception raised inside TVM → ``compile_error`` (schedule..build) or ``crash``
 (run: an exception escaping the generated code); exceptions raised by harness code →
 ``harness_error``, never blamed on TVM.  Build errors that TVM documents as refusals of an
-invalid schedule (see :mod:`fuzzharness.rejections`) are ``schedule_rejected``.  A TVM
+invalid schedule (see :mod:`fuzzharness.execution.rejections`) are ``schedule_rejected``.  A TVM
 exception while building or running the unscheduled baseline is a ``compile_error`` at stage
 ``baseline`` (the unscheduled program itself does not build).
 
 In the exact-integer input mode (``case.oracle["mode"] == "exact"``) the reference is the
-correctly rounded exact result with bound 0 (:func:`oracles.bounds.exact_mode`).
+correctly rounded exact result with bound 0 (:func:`fuzzharness.oracles.bounds.exact_mode`).
 
-For bucketing (:mod:`fuzzharness.buckets`) a verdict carries, where it applies,
+For bucketing (:mod:`fuzzharness.engine.buckets`) a verdict carries, where it applies,
 ``details["site"]`` — where inside TVM the exception was thrown (C++ file and function, no
 line numbers) — and, for wrong answers, ``details["facts"]`` about the scheduled loop nest
-(:mod:`fuzzharness.triage`).
+(:mod:`fuzzharness.execution.facts`).
 """
 
 from __future__ import annotations
@@ -48,17 +48,17 @@ from typing import Any
 
 import numpy as np
 
-from fuzzharness import rejections
-from fuzzharness.case import Case
-from fuzzharness.engine.outcomes import is_out_of_memory_text
-from fuzzharness.triage import schedule_facts, throw_site
-from fuzzharness.tvm_support import blame_tvm, is_schedule_error, replay_trace
-from fuzzharness.verdict import Stage, Status, Verdict
+from fuzzharness.core.case import Case
+from fuzzharness.core.tvm_support import blame_tvm, is_schedule_error, replay_trace
+from fuzzharness.core.verdict import Stage, Status, Verdict
+from fuzzharness.engine.worker_deaths import is_out_of_memory_text
+from fuzzharness.execution import rejections
+from fuzzharness.execution.facts import schedule_facts, throw_site
 
 StageCallback = Callable[[Stage], None]
-GRAPH_WORKLOAD = "graph"  # generators.graphs.spec.GRAPH_WORKLOAD: graph cases run elsewhere
+GRAPH_WORKLOAD = "graph"  # fuzzharness.generators.graphs.spec.GRAPH_WORKLOAD: graph cases run elsewhere
 
-#: compiled unscheduled programs (see oracles.metamorphic), least recently used first
+#: compiled unscheduled programs (see fuzzharness.oracles.metamorphic), least recently used first
 _BASELINES: dict[tuple[str, str, str], Any] = {}
 
 
@@ -150,8 +150,8 @@ class Execution:
 
     def _run_baseline(self, backend, workload, func, specs, out_specs, inputs):
         """The unscheduled program's outputs; its build is cached per program, target, options."""
-        from fuzzharness.case import canonical_json
-        from oracles.metamorphic import BASELINE_CACHE_SIZE
+        from fuzzharness.core.case import canonical_json
+        from fuzzharness.oracles.metamorphic import BASELINE_CACHE_SIZE
 
         case = self.case
         key = (workload.source(case.params), canonical_json(case.target),
@@ -170,18 +170,18 @@ class Execution:
 
     def run(self) -> Outcome:
         from fuzzharness.backends.rpc import backend_for
-        from fuzzharness.tvm_support import structural_equal
-        from generators.inputs import make_inputs
-        from generators.schedules import relayout
-        from generators.workloads import workloads
-        from oracles import bounds, metamorphic
-        from oracles.compare import judge
-        from oracles.order import accumulation_order
-        from oracles.program import Numerics
+        from fuzzharness.core.tvm_support import structural_equal
+        from fuzzharness.execution import relayout
+        from fuzzharness.generators.inputs import make_inputs
+        from fuzzharness.generators.workloads import workloads
+        from fuzzharness.oracles import bounds, metamorphic
+        from fuzzharness.oracles.compare import judge
+        from fuzzharness.oracles.order import accumulation_order
+        from fuzzharness.oracles.program import Numerics
 
         case = self.case
         if case.workload_name == GRAPH_WORKLOAD:  # a whole Relax graph, not one PrimFunc
-            from fuzzharness.pipelines.relax import run_graph
+            from fuzzharness.kinds.relax.run import run_graph
 
             return run_graph(self)
         outcome = Outcome(Verdict(Status.HARNESS_ERROR, Stage.GENERATE))
@@ -291,7 +291,7 @@ def out_of_memory_verdict(stage: Stage, e: BaseException) -> Verdict:
 
 
 def inputs_dtype(dtype: str):
-    from oracles.numerics import numpy_dtype
+    from fuzzharness.oracles.numerics import numpy_dtype
 
     return numpy_dtype(dtype)
 
@@ -306,7 +306,7 @@ def execute(case: Case, on_stage: StageCallback | None = None, *, baseline: str 
     """Run ``case`` end to end; never raises for anything TVM or the case does.
 
     ``baseline``: when to build the unscheduled program as the metamorphic reference —
-    ``auto`` (the default policy of :func:`oracles.metamorphic.plan`), ``order`` (every
+    ``auto`` (the default policy of :func:`fuzzharness.oracles.metamorphic.plan`), ``order`` (every
     order-preserving case), ``always`` or ``never`` (benchmarks compare them).
     """
     return Execution(case, on_stage, baseline).run()

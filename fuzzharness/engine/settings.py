@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from fuzzharness.engine.executor import default_workers
-from generators.cases import GenSettings
+from fuzzharness.generators.cases import GenSettings
 
 DEFAULT_TIME_BUDGET = 120.0
 #: A worker's VmData after importing TVM and compiling 120 cases was 243 MB (2-core CI machine,

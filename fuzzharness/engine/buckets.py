@@ -10,7 +10,7 @@ driver, by the minimizer on a shrunk case, by anyone — without TVM:
 ``detail``      the error text, normalised (:func:`normalize_message`); empty for wrong
                 answers and bare hangs/signals, which say nothing
 ``site``        where in TVM the exception was thrown (C++ file:function, see
-                :func:`fuzzharness.triage.throw_site`)
+                :func:`fuzzharness.execution.facts.throw_site`)
 ``workload``    the workload name; ``dtype`` its dtype label
 ``primitives``  the schedule primitives the stored trace applies (sorted, from TVM's own
                 trace instruction kinds, so a shrunk case gets its own, smaller set)
@@ -50,7 +50,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from fuzzharness.verdict import FINDINGS, Stage, Status, Verdict
+from fuzzharness.core.verdict import FINDINGS, Stage, Status, Verdict
 
 #: statuses that get a bucket: TVM findings, and harness errors (reported apart, never as TVM's)
 BUCKETED = frozenset(FINDINGS | {Status.HARNESS_ERROR})
@@ -264,9 +264,9 @@ def signature(case: dict[str, Any] | None, verdict: Verdict) -> Signature | None
 
 def _primitives(case: dict[str, Any]) -> tuple[str, ...]:
     """The trace's primitives; for a graph case its operators and per-function schedules
-    (:func:`generators.graphs.spec.graph_primitives`)."""
+    (:func:`fuzzharness.generators.graphs.spec.graph_primitives`)."""
     if (case.get("workload") or {}).get("name") == "graph":
-        from generators.graphs.spec import graph_primitives
+        from fuzzharness.generators.graphs.spec import graph_primitives
 
         return graph_primitives(case)
     return trace_primitives((case.get("schedule") or {}).get("trace"))

@@ -18,7 +18,7 @@ Classification rules (the ``details["kind"]`` of a ``crash``):
 A death is a TVM finding in every stage: even in ``verify`` (numpy, harness code) the likely
 cause is generated code that corrupted the heap earlier, and hiding that would hide a
 miscompile.  Exceptions in harness code are told apart inside the worker, where the
-traceback still exists (see :mod:`fuzzharness.execute`).
+traceback still exists (see :mod:`fuzzharness.execution.stages`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import re
 import signal
 from typing import Any
 
-from fuzzharness.verdict import Stage, Status, Verdict
+from fuzzharness.core.verdict import Stage, Status, Verdict
 
 #: log lines that mean "an allocation failed" (C++, Python, LLVM, glibc, TVM's allocators)
 OOM_PATTERNS = re.compile(

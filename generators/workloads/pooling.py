@@ -6,7 +6,7 @@ accumulation dtype) followed by ``pool_avg`` (division by the window size, or by
 of real elements when ``count_include_pad`` is false; written to the output dtype).
 Padding is smaller than the window, so every window holds at least one real element.
 Error models: max is exact (bound 0; the pad value takes part like in the program); average
-is a k-term sum followed by one division (:mod:`oracles.bounds`).
+is a k-term sum followed by one division (:mod:`fuzzharness.oracles.bounds`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from generators.inputs import InputSpec
-from generators.workloads.base import (
+from fuzzharness.generators.inputs import InputSpec
+from fuzzharness.generators.workloads.base import (
     ALL_SPECIALS,
     DTYPE_LABELS,
     INF_SPECIALS,
@@ -36,9 +36,9 @@ from generators.workloads.base import (
     minmax_dtype,
     register,
 )
-from generators.workloads.conv2d import out_extent
-from oracles import bounds, numerics
-from oracles.bounds import Approx
+from fuzzharness.generators.workloads.conv2d import out_extent
+from fuzzharness.oracles import bounds, numerics
+from fuzzharness.oracles.bounds import Approx
 
 
 @register

@@ -1,0 +1,1 @@
+"""Standalone repro scripts, their verification, issue text and the regression corpus."""
