@@ -4,7 +4,7 @@
                                    [--rounds 2]
 
 The stream: cases ``0 .. N-1`` of one campaign seed (default generation settings, llvm), run
-as real campaigns (``fuzzharness.engine.campaign.Campaign``) by
+as real campaigns (``fuzzharness.campaign.driver.Campaign``) by
 
 *local*     the embedded process pool;
 *ray*       Ray actors (``--executor ray``) — on the cluster at ``--ray-address`` when given,
@@ -43,8 +43,8 @@ def load() -> str:
 
 
 def run(out: Path, seed: int, n: int, workers: int, **settings) -> dict:
-    from fuzzharness.engine.campaign import Campaign
-    from fuzzharness.engine.settings import CampaignSettings
+    from fuzzharness.campaign.driver import Campaign
+    from fuzzharness.campaign.settings import CampaignSettings
 
     s = CampaignSettings(seed=seed, time_budget=0.0, max_cases=n, workers=workers, **settings)
     t0 = time.perf_counter()

@@ -39,11 +39,12 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
 
+    from fuzzharness.buckets.known_bugs import KnownBugs
+    from fuzzharness.buckets.signatures import signature
+    from fuzzharness.campaign.driver import Campaign
+    from fuzzharness.campaign.settings import CampaignSettings
     from fuzzharness.core.tvm_support import versions
     from fuzzharness.core.verdict import Verdict
-    from fuzzharness.engine.buckets import KnownBugs, signature
-    from fuzzharness.engine.campaign import Campaign
-    from fuzzharness.engine.settings import CampaignSettings
     from fuzzharness.generators.cases import TARGET_PRESETS, GenSettings
 
     gen = GenSettings(workloads=("graph",), target=dict(TARGET_PRESETS[args.target]))

@@ -29,8 +29,8 @@ def load() -> str:
 
 
 def run(seed: int, n: int, workers: int, fraction: float, out: Path) -> dict:
-    from fuzzharness.engine.campaign import Campaign
-    from fuzzharness.engine.settings import CampaignSettings
+    from fuzzharness.campaign.driver import Campaign
+    from fuzzharness.campaign.settings import CampaignSettings
     from fuzzharness.generators.cases import GenSettings
 
     settings = CampaignSettings(seed=seed, time_budget=0.0, max_cases=n, workers=workers,

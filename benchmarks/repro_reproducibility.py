@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fuzzharness.engine.db import ResultsDB  # noqa: E402
+from fuzzharness.campaign.db import ResultsDB  # noqa: E402
 from fuzzharness.repro.verify import run_script  # noqa: E402
 
 

@@ -10,7 +10,7 @@ costs a campaign is measured by ``benchmarks/graph_mix.py``).
            it, parse its workload, replay its trace, ``tvm.compile``, run on numpy inputs and
            compare with a float64 numpy reference (``np.allclose``).  The least work a fuzz
            loop over these cases can do.
-*harness*  a real campaign (``fuzzharness.engine.campaign.Campaign``) with 1 and 2 worker
+*harness*  a real campaign (``fuzzharness.campaign.driver.Campaign``) with 1 and 2 worker
            processes: generation and execution in the workers, the stage split, poisoned
            outputs, error-bound oracle, crash isolation, a SQLite commit per case, buckets.
 
@@ -86,8 +86,8 @@ def bare_loop(seed: int, indices: range) -> tuple[float, dict[str, int]]:
 def harness_run(seed: int, n: int, workers: int, out: Path) -> dict:
     import sqlite3
 
-    from fuzzharness.engine.campaign import Campaign
-    from fuzzharness.engine.settings import CampaignSettings
+    from fuzzharness.campaign.driver import Campaign
+    from fuzzharness.campaign.settings import CampaignSettings
     from fuzzharness.generators.cases import GenSettings
 
     settings = CampaignSettings(seed=seed, time_budget=0.0, max_cases=n, workers=workers,

@@ -31,11 +31,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def user_errors() -> tuple[type[BaseException], ...]:
     """Exception types that mean "the user asked for something wrong"."""
+    from fuzzharness.buckets.known_bugs import KnownBugsError
+    from fuzzharness.campaign.db import DatabaseError
+    from fuzzharness.campaign.settings import SettingsError
     from fuzzharness.core.case import CaseFormatError
     from fuzzharness.core.registry import UnknownName
-    from fuzzharness.engine.buckets import KnownBugsError
-    from fuzzharness.engine.db import DatabaseError
-    from fuzzharness.engine.settings import SettingsError
 
     return (UsageError, CaseFormatError, DatabaseError, UnknownName, SettingsError,
             KnownBugsError)
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
     try:
-        from fuzzharness.engine.tasks import load_plugins
+        from fuzzharness.core.plugins import load_plugins
 
         load_plugins()
         return int(args._command.main(args, argv) or 0)

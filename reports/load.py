@@ -1,6 +1,6 @@
 """Read campaign databases into pandas frames — read-only, one or many (nightly history).
 
-Every campaign directory holds ``results.sqlite`` (:mod:`fuzzharness.engine.db`).  It is
+Every campaign directory holds ``results.sqlite`` (:mod:`fuzzharness.campaign.db`).  It is
 opened with SQLite's ``mode=ro``: a report never writes, migrates or locks a database, so it
 can run while the campaign is still going.  Older and newer schemas are read defensively:
 missing tables or columns (``buckets`` before schema 2, ``coverage``, the minimizer's repro
@@ -137,7 +137,7 @@ def _labels(paths: list[Path]) -> list[str]:
 
 
 def _load_one(conn: sqlite3.Connection, label: str, root: Path) -> dict[str, pd.DataFrame]:
-    from fuzzharness.engine.buckets import trace_primitives
+    from fuzzharness.core.traces import trace_primitives
 
     tables = _tables(conn)
     cols = set(_columns(conn, "results"))

@@ -51,7 +51,7 @@ class Report:
 
 
 def build(dirs: list[str | Path], known_bugs_path: str | None = None) -> Report:
-    from fuzzharness.engine.buckets import KnownBugs
+    from fuzzharness.buckets.known_bugs import KnownBugs
 
     data = load_campaigns(dirs)
     bugs = KnownBugs.load(known_bugs_path)

@@ -187,7 +187,8 @@ def bucket_list(data: Campaigns, known_bugs: Any = None) -> pd.DataFrame:
     ``known``: ``"new"``, ``"known"`` or ``"harness"`` (a bug of this harness, never TVM's).
     Sorted: new first, then by count.
     """
-    from fuzzharness.engine.buckets import KnownBugs, Signature
+    from fuzzharness.buckets.known_bugs import KnownBugs
+    from fuzzharness.buckets.signatures import Signature
 
     b = data.buckets
     cols = ["key", "title", "symptom", "stage", "count", "first_seen", "last_seen", "campaigns",

@@ -7,17 +7,13 @@ import sqlite3
 
 import pytest
 
+from fuzzharness.buckets.known_bugs import KnownBugs, KnownBugsError
+from fuzzharness.buckets.signatures import normalize_message, signature
+from fuzzharness.campaign.db import ResultsDB
+from fuzzharness.campaign.progress import Progress
 from fuzzharness.core.case import Case
+from fuzzharness.core.traces import trace_primitives
 from fuzzharness.core.verdict import Stage, Status, Verdict
-from fuzzharness.engine.buckets import (
-    KnownBugs,
-    KnownBugsError,
-    normalize_message,
-    signature,
-    trace_primitives,
-)
-from fuzzharness.engine.db import ResultsDB
-from fuzzharness.engine.progress import Progress
 from fuzzharness.execution.stages import execute
 from fuzzharness.generators.cases import GenSettings, generate_case
 from tests.conftest import run_cli
@@ -223,8 +219,8 @@ def test_harness_errors_are_bucketed_but_not_findings():
 def test_trace_primitives_name_the_schedule_methods_applied():
     from tvm import s_tir
 
+    from fuzzharness.core.traces import ANNOTATION_PRIMITIVES
     from fuzzharness.core.tvm_support import blame_tvm
-    from fuzzharness.engine.buckets import ANNOTATION_PRIMITIVES
 
     methods = {m for m in dir(s_tir.Schedule) if not m.startswith("_")}
     checked = 0

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from fuzzharness.engine import coverage
+from fuzzharness.campaign import coverage
 from tests.conftest import run_cli
 
 

@@ -123,8 +123,8 @@ def test_one_graph_per_op_passes(op, dtype):
 
 def test_legalization_accumulates_where_the_reference_says():
     """The reference's error model assumes TVM's accumulation dtypes; read them from the TIR."""
+    from fuzzharness.core.relax_pipeline import legalize, prim_functions
     from fuzzharness.generators.graphs.program import build_module
-    from fuzzharness.kinds.relax.run import legalize, prim_functions
     from fuzzharness.oracles.program import Numerics
 
     expect = {"conv2d": None, "matmul": None, "softmax": None, "avg_pool2d": None,
@@ -178,8 +178,8 @@ def test_wrong_graph_is_caught():
 
 
 def test_minimization_keeps_the_failure_and_shrinks_the_graph():
-    from fuzzharness.engine.buckets import signature
-    from fuzzharness.generators.graphs import minimize
+    from fuzzharness.buckets.signatures import signature
+    from fuzzharness.kinds.relax import minimize
 
     case = graph_case(BIG_WRONG)
     target = signature(case.to_dict(), execute(case).verdict)
@@ -203,17 +203,20 @@ def test_minimization_keeps_the_failure_and_shrinks_the_graph():
 
 
 def test_repro_script_reproduces_and_says_fixed_when_fixed(tmp_path):
-    from fuzzharness.generators.graphs import repro
+    from fuzzharness.core.kinds import kind_of
+    from fuzzharness.repro.verify import run_script
 
     case = graph_case(BIG_WRONG)
     verdict = execute(case).verdict
-    script, run = repro.write_and_verify(case, verdict, tmp_path / "r")
+    script = kind_of(case).write_script(case, verdict)
+    (tmp_path / "repro.py").write_text(script.text)
+    run = run_script(tmp_path / "repro.py")
     assert run.exit_code == 1, run.output
     assert "R.nn.leakyrelu" in script.text and "import generators" not in script.text
     fixed = script.text.replace("R.nn.leakyrelu(n1, alpha=0.25)", "R.nn.relu(n1)")
     assert fixed != script.text
     (tmp_path / "fixed.py").write_text(fixed)
-    again = repro.run_script(tmp_path / "fixed.py")
+    again = run_script(tmp_path / "fixed.py")
     assert again.exit_code == 0, again.output
 
 
@@ -313,9 +316,9 @@ def _drawn_schedules(source: str, seed: int):
 
 @pytest.mark.parametrize("source", ["graph:random", "graph:metaschedule"])
 def test_per_function_schedules_replay_and_pass(source):
+    from fuzzharness.core.relax_pipeline import legalize, prim_functions
     from fuzzharness.core.tvm_support import structural_equal
     from fuzzharness.generators.graphs.program import build_module
-    from fuzzharness.kinds.relax.run import legalize, prim_functions
 
     functions, steps = _drawn_schedules(source, 2)
     assert functions and any(s["outcome"] == "accepted" for s in steps)
@@ -368,8 +371,9 @@ def test_adreno_texture_scopes_reach_the_opencl_kernels():
     if why := _opencl_images():
         pytest.skip(why)
     from fuzzharness.backends import backends
+    from fuzzharness.core.relax_pipeline import graph_target, legalize
     from fuzzharness.generators.graphs.program import build_module
-    from fuzzharness.kinds.relax.run import CallInterpreter, graph_target, legalize
+    from fuzzharness.kinds.relax.run import CallInterpreter
 
     target = graph_target(ADRENO)
     assert "texture" in target["keys"]
@@ -443,11 +447,11 @@ def main(A: T.Buffer(({n},), "float32"), B: T.Buffer(({n},), "float32")):
 
 # -- schedule generation on Relax-legalized functions (known TVM bugs avoided) ---------------------
 def test_merge_is_proposed_producer_first_unless_known_bug_sites():
+    from fuzzharness.core.relax_pipeline import legalize, prim_functions
     from fuzzharness.core.tvm_support import is_schedule_error
     from fuzzharness.generators.graphs.program import build_module
     from fuzzharness.generators.schedules.base import ScheduleOptions, ScheduleState
     from fuzzharness.generators.schedules.merge import Merge
-    from fuzzharness.kinds.relax.run import legalize, prim_functions
 
     g = Graph.from_dict({"dtype": "float32", "inputs": [{"name": "x0", "shape": [4, 6]}],
                          "nodes": [{"name": "n0", "op": "relu", "args": ["x0"], "attrs": {}},

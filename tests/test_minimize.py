@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from fuzzharness.buckets.signatures import Signature, signature
 from fuzzharness.core.case import Case
 from fuzzharness.core.verdict import Stage, Status, Verdict
-from fuzzharness.engine.buckets import Signature, signature
 from fuzzharness.minimize import trace_edit
 from fuzzharness.minimize.ddmin import ddmin, split
 from fuzzharness.minimize.predicate import SameBug

@@ -179,7 +179,7 @@ def test_unavailable_target_is_skipped_with_reason(tmp_path):
 def test_corpus_entries(tmp_path):
     """reproduces → xfail(strict); a fixed bug XPASSes and fails; fixed entries must pass."""
     import tests.plugins.wrong_programs  # noqa: F401
-    from fuzzharness.engine.buckets import signature
+    from fuzzharness.buckets.signatures import signature
     from fuzzharness.execution.stages import execute
     from fuzzharness.generators.cases import GenSettings, generate_case
 

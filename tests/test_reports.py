@@ -139,7 +139,7 @@ def test_known_bugs_and_repro_links(campaigns, tmp_path):
     repro = d / "repros" / key
     repro.mkdir(parents=True)
     (repro / "repro.py").write_text("print('repro')\n")
-    from fuzzharness.engine.db import ResultsDB
+    from fuzzharness.campaign.db import ResultsDB
 
     db = ResultsDB(d)  # the campaign's own repros table, as the minimizer fills it
     db.add_repro({"bucket": key, "path": str(repro), "reproduced": True, "runs": 1})

@@ -11,14 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fuzzharness.buckets.signatures import signature
 from fuzzharness.core.case import Case
 from fuzzharness.core.tvm_support import trace_to_json, versions
 from fuzzharness.core.verdict import Status
-from fuzzharness.engine.buckets import signature
 from fuzzharness.execution.stages import execute
+from fuzzharness.kinds.tir.script import write_script
 from fuzzharness.repro import arrays
+from fuzzharness.repro.kit import error_pattern
 from fuzzharness.repro.package import write_repro
-from fuzzharness.repro.script import error_pattern, write_script
 from fuzzharness.repro.verify import foreign_imports, run_script
 from tests.conftest import ROOT, run_cli
 
@@ -150,8 +151,8 @@ def test_failure_while_drawing_the_schedule_gets_a_script(tmp_path, monkeypatch)
 
     import fuzzharness.generators.cases as cases
     from fuzzharness.generators import draw as draws
+    from fuzzharness.kinds.tir.generation_failure import as_case, capture
     from fuzzharness.minimize.hypothesis_shrink import draw
-    from fuzzharness.repro.generation_failure import as_case, capture
 
     def failing_schedule(func, data, settings):
         sch = s_tir.Schedule(func)
@@ -212,7 +213,7 @@ def test_bound_mode_reference_is_inlined_and_identical_to_the_harness(tmp_path):
     assert "embedded" not in " ".join(s.notes)
     import runpy
 
-    from fuzzharness.repro.reference import expectation
+    from fuzzharness.kinds.tir.reference import expectation
 
     (tmp_path / "repro.py").write_text(s.text)
     ns = runpy.run_path(str(tmp_path / "repro.py"), run_name="imported")  # defines, runs nothing
@@ -223,7 +224,7 @@ def test_bound_mode_reference_is_inlined_and_identical_to_the_harness(tmp_path):
 
 
 def test_database_migrates_to_the_repros_table_additively(tmp_path):
-    from fuzzharness.engine.db import ResultsDB
+    from fuzzharness.campaign.db import ResultsDB
 
     db = ResultsDB(tmp_path, create=True)
     db.create_campaign(1, {}, {})

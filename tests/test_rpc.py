@@ -224,7 +224,7 @@ def test_bad_rpc_settings_are_one_line_errors(tmp_path):
 
 def test_device_and_executor_settings_round_trip_through_toml_and_resume(tmp_path):
     """Where cases run is a stored, resumable campaign setting; it is not part of any case."""
-    from fuzzharness.engine.settings import RESUMABLE, CampaignSettings, load_toml
+    from fuzzharness.campaign.settings import RESUMABLE, CampaignSettings, load_toml
 
     config = tmp_path / "c.toml"
     config.write_text('[campaign]\nexecutor = "ray"\nray_address = "127.0.0.9:6379"\n'

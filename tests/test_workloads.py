@@ -49,7 +49,8 @@ def unscheduled_outputs(name: str, params: dict):
     import tvm
 
     from fuzzharness.backends import backends
-    from fuzzharness.execution.stages import inputs_dtype, poison
+    from fuzzharness.backends.base import poison
+    from fuzzharness.execution.stages import inputs_dtype
 
     wl, llvm = workloads[name], backends["llvm"]
     program = llvm.build(llvm.codegen(llvm.lower(tvm.IRModule({"main": wl.prim_func(params)}),

@@ -16,6 +16,12 @@ import numpy as np
 from fuzzharness.core.registry import Registry
 
 
+def poison(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    if np.issubdtype(dtype, np.integer):
+        return np.full(shape, np.iinfo(dtype).min, dtype=dtype)
+    return np.full(shape, np.nan, dtype=dtype)
+
+
 class Backend:
     name: ClassVar[str]
 

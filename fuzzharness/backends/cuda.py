@@ -295,8 +295,8 @@ class CUDABackend(Backend):
         d = driver()
         plan: LaunchPlan = program.code.plan
         module = d.load(program.binary)
+        from fuzzharness.backends.base import poison
         from fuzzharness.backends.opencl import check_redzone, redzone_bytes, with_redzone
-        from fuzzharness.execution.stages import poison
         from fuzzharness.oracles.numerics import numpy_dtype
 
         ptrs = [d.alloc(with_redzone(a)) for a in args]

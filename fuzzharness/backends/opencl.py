@@ -234,7 +234,7 @@ class _Memory:
         return self.buffer(array)
 
     def temp(self, t):
-        from fuzzharness.execution.stages import poison
+        from fuzzharness.backends.base import poison
 
         scalar, lanes = _split_lanes(t.dtype)  # a vector temp (float32x4) holds lanes × elements
         dtype = _np_dtype(scalar)

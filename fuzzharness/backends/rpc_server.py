@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     import tvm  # noqa: F401  (imported once; sessions are forked from this process)
     from tvm.rpc import server
 
-    from fuzzharness.engine.tasks import load_plugins
+    from fuzzharness.core.plugins import load_plugins
 
     load_plugins()
     server._serving = _serving  # the one change to TVM's server (see the module docstring)

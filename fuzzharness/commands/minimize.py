@@ -47,8 +47,9 @@ def add_arguments(p) -> None:
 
 
 def main(args, argv) -> int:
+    from fuzzharness.campaign.minimize_buckets import minimize_campaign
     from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_OK, UsageError
-    from fuzzharness.minimize.workflow import format_report, minimize_campaign
+    from fuzzharness.minimize.report import format_report
 
     if args.budget <= 0 or (args.total_budget is not None and args.total_budget <= 0):
         raise UsageError("--budget and --total-budget must be > 0")
@@ -58,7 +59,7 @@ def main(args, argv) -> int:
         raise UsageError("--workers must be ≥ 1")
     t0 = time.monotonic()
     if args.target.is_dir():
-        from fuzzharness.engine.db import ResultsDB
+        from fuzzharness.campaign.db import ResultsDB
 
         ResultsDB(args.target).close()  # a clear error for a directory that is not a campaign
         results = minimize_campaign(
@@ -67,7 +68,7 @@ def main(args, argv) -> int:
             verify_times=args.verify, triage=not args.no_triage,
             progress=not args.no_progress, force=args.force)
     elif args.target.is_file():
-        from fuzzharness.minimize.single import minimize_case_file
+        from fuzzharness.minimize.case_file import minimize_case_file
 
         results = [minimize_case_file(
             args.target, out=args.out, budget=args.budget, workers=args.workers or 2,

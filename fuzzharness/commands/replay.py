@@ -27,9 +27,9 @@ def add_arguments(p) -> None:
 
 def load_case(args):
     """(case dict, stored verdict dict or None) from the command-line arguments."""
+    from fuzzharness.campaign.db import ResultsDB
     from fuzzharness.core.case import Case, CaseFormatError
     from fuzzharness.core.errors import UsageError
-    from fuzzharness.engine.db import ResultsDB
 
     if args.db is not None:
         db = ResultsDB(args.db)
@@ -55,14 +55,6 @@ def load_case(args):
     return Case.from_json(text), None
 
 
-def run_isolated(case, timeout: float):
-    from fuzzharness.engine.pool import WorkerPool
-
-    with WorkerPool(1, timeout=timeout) as pool:
-        (result,) = list(pool.run([{"task": 0, "case": case.to_dict()}]))
-    return result.verdict
-
-
 def main(args, argv) -> int:
     from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_OK
     from fuzzharness.core.verdict import Verdict
@@ -79,6 +71,8 @@ def main(args, argv) -> int:
 
         verdict = execute(case).verdict
     else:
+        from fuzzharness.engine.isolated import run_isolated
+
         verdict = run_isolated(case, args.timeout)
     if args.json:
         print(json.dumps(verdict.to_dict(), indent=1, default=str))

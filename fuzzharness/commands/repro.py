@@ -30,12 +30,12 @@ def add_arguments(p) -> None:
 
 
 def main(args, argv) -> int:
+    from fuzzharness.buckets.signatures import signature
     from fuzzharness.commands.replay import load_case
     from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_OK, UsageError
     from fuzzharness.core.tvm_support import versions
-    from fuzzharness.engine.buckets import signature
-    from fuzzharness.minimize.single import check_names, run_once
-    from fuzzharness.minimize.workflow import REPROS_DIR
+    from fuzzharness.minimize.case_file import check_names, run_once
+    from fuzzharness.minimize.report import REPROS_DIR
     from fuzzharness.repro.package import write_repro
 
     if args.verify < 1:
@@ -60,7 +60,7 @@ def main(args, argv) -> int:
                           verify_times=args.verify, triage=not args.no_triage,
                           timeout=args.timeout, failing_call=failing_call)
     if args.db is not None:
-        from fuzzharness.engine.db import ResultsDB
+        from fuzzharness.campaign.db import ResultsDB
 
         db = ResultsDB(args.db)
         try:

@@ -126,7 +126,7 @@ def _rpc(args) -> dict | None:
 
 
 def settings_from_args(args):
-    from fuzzharness.engine.settings import CampaignSettings, read_toml
+    from fuzzharness.campaign.settings import CampaignSettings, read_toml
 
     s, toml_keys = CampaignSettings(), set()
     if args.config:
@@ -166,8 +166,8 @@ def _minimize_budget(args) -> float:
 
 
 def main(args, argv) -> int:
+    from fuzzharness.campaign.driver import Campaign, format_summary
     from fuzzharness.core.errors import UsageError
-    from fuzzharness.engine.campaign import Campaign, format_summary
 
     if args.resume is not None:
         if args.out is not None and args.out != args.resume:

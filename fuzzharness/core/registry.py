@@ -11,11 +11,16 @@ Invariants:
 * ``names()`` is sorted, so anything drawn from a registry does not depend on import order —
   generation from a seed must not change when a module is imported earlier or later;
 * an unknown name raises :class:`UnknownName`, a ``KeyError`` whose message lists what exists,
-  so that a CLI can turn it into a one-line error.
+  so that a CLI can turn it into a one-line error;
+* an entry may be registered by dotted name (:meth:`Registry.add_lazy`, ``"module:attr"``):
+  it is listed at once and imported on first use — so a registry low in the layers can name
+  implementations that live above it (executors, case kinds) without importing them, and an
+  optional dependency (Ray) is imported only when its entry is used.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
@@ -49,13 +54,22 @@ class Registry(Generic[T]):
     def add(self, name: str, obj: T) -> T:
         return self.register(name)(obj)
 
+    def add_lazy(self, name: str, path: str) -> None:
+        """Register ``name`` as ``"package.module:attr.attr"``, imported on first use."""
+        if name in self._items:
+            raise ValueError(f"{self.kind} {name!r} registered twice")
+        self._items[name] = _Lazy(path)
+
     def __getitem__(self, name: str) -> T:
         try:
-            return self._items[name]
+            obj = self._items[name]
         except KeyError:
             raise UnknownName(
                 f"unknown {self.kind} {name!r}; known: {', '.join(self.names()) or '(none)'}"
             ) from None
+        if isinstance(obj, _Lazy):
+            obj = self._items[name] = obj.load()
+        return obj
 
     def __contains__(self, name: object) -> bool:
         return name in self._items
@@ -70,10 +84,25 @@ class Registry(Generic[T]):
         return sorted(self._items)
 
     def items(self) -> list[tuple[str, T]]:
-        return [(n, self._items[n]) for n in self.names()]
+        return [(n, self[n]) for n in self.names()]
 
     def check(self, names: list[str] | tuple[str, ...]) -> list[str]:
         """Validate user-given names; raise UnknownName for the first unknown one."""
         for n in names:
-            self[n]
+            if n not in self._items:
+                self[n]  # raises UnknownName, listing the known names
         return list(names)
+
+
+class _Lazy:
+    """A registry entry named by ``"module:attr"``; :meth:`load` imports it."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def load(self):
+        module, _, attrs = self.path.partition(":")
+        obj = importlib.import_module(module)
+        for attr in attrs.split(".") if attrs else ():
+            obj = getattr(obj, attr)
+        return obj

@@ -25,8 +25,10 @@ Contract every implementation keeps (``tests/test_engine_crashes.py`` checks the
 * results carry ``case`` — the case JSON the worker reported *before* running it, so a task
   that killed its worker still has its case recorded.
 
-Implementations register under a name (``@executors.register("local")``); the campaign picks
-one by the ``executor`` setting (``--executor`` / TOML ``[campaign] executor``).
+Implementations are registered by name — the built-in ones by dotted name
+(:data:`executors`, imported when made: Ray only when the "ray" executor is used), a
+plugin's with ``executors.add(name, factory)``; the campaign picks one by the ``executor``
+setting (``--executor`` / TOML ``[campaign] executor``).
 """
 
 from __future__ import annotations
@@ -98,18 +100,12 @@ class Executor(abc.ABC):
 
 ExecutorFactory = Callable[[ExecutorConfig], Executor]
 executors: Registry[ExecutorFactory] = Registry("executor")
-
-
-def register_builtin() -> None:
-    """Register the executors that come with the harness (Ray itself is imported only when
-    the "ray" one is made)."""
-    import fuzzharness.engine.pool  # noqa: F401  (registers "local")
-    import fuzzharness.engine.ray_executor  # noqa: F401  (registers "ray")
+executors.add_lazy("local", "fuzzharness.engine.pool:WorkerPool.from_config")
+executors.add_lazy("ray", "fuzzharness.engine.ray_executor:RayExecutor.from_config")
 
 
 def make_executor(name: str, config: ExecutorConfig) -> Executor:
     """The executor registered as ``name`` (UnknownName lists the registered ones)."""
-    register_builtin()
     return executors[name](config)
 
 

@@ -44,7 +44,6 @@ from fuzzharness.engine.executor import (
     ExecutorConfig,
     Task,
     TaskResult,
-    executors,
 )
 
 SETUP_TIMEOUT = 300.0  # a one-time setup inside a task (tensor intrinsics: ~4-12 s)
@@ -330,7 +329,6 @@ class WorkerPool(Executor):
         return TaskResult(task, case, verdict, w.slot, elapsed)
 
 
-executors.add("local", WorkerPool.from_config)
 
 
 def _tail(path: Path, limit: int = 4000) -> str:

@@ -59,7 +59,7 @@ from typing import Any
 from fuzzharness.core.errors import UsageError
 from fuzzharness.core.verdict import Verdict
 from fuzzharness.engine import worker_deaths
-from fuzzharness.engine.executor import Executor, ExecutorConfig, Task, TaskResult, executors
+from fuzzharness.engine.executor import Executor, ExecutorConfig, Task, TaskResult
 from fuzzharness.engine.pool import (
     MAX_START_FAILURES,
     READY_TIMEOUT,
@@ -358,6 +358,3 @@ def unavailable() -> str | None:
 def _first_line(e: BaseException) -> str:
     text = str(e).strip()
     return (text.splitlines()[0] if text else type(e).__name__)[:300]
-
-
-executors.add("ray", RayExecutor.from_config)

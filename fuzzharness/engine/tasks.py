@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-import os
 import time
 import traceback
 from collections.abc import Callable
@@ -14,26 +12,6 @@ from fuzzharness.core.tvm_support import blame_tvm
 from fuzzharness.core.verdict import Stage, Status, Verdict
 
 Send = Callable[[dict[str, Any]], None]
-
-PLUGINS_ENV = "FUZZHARNESS_PLUGINS"
-
-
-def load_plugins() -> list[str]:
-    """Import the modules named in $FUZZHARNESS_PLUGINS (comma-separated).
-
-    A plugin registers extra workloads, primitives or backends from outside the package —
-    the test suite uses one to add backends that really segfault, abort or hang.
-    """
-    from fuzzharness.core.errors import UsageError
-
-    names = [n.strip() for n in os.environ.get(PLUGINS_ENV, "").split(",") if n.strip()]
-    for n in names:
-        try:
-            importlib.import_module(n)
-        except ImportError as e:
-            raise UsageError(f"cannot import plugin {n!r} named in ${PLUGINS_ENV}: {e}") from None
-    return names
-
 
 def run_task(task: dict[str, Any], send: Send) -> Verdict:
     from fuzzharness.execution.stages import execute

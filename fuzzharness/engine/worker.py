@@ -102,8 +102,9 @@ def main(argv: list[str] | None = None) -> int:
 
         import fuzzharness.execution.stages  # noqa: F401
         import fuzzharness.generators.cases  # noqa: F401
+        from fuzzharness.core.plugins import load_plugins
         from fuzzharness.engine import protocol
-        from fuzzharness.engine.tasks import load_plugins, run_task
+        from fuzzharness.engine.tasks import run_task
 
         load_plugins()
     except BaseException as e:  # noqa: BLE001 - say why in the log, the pool quotes it

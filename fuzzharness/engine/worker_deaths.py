@@ -28,12 +28,7 @@ import signal
 from typing import Any
 
 from fuzzharness.core.verdict import Stage, Status, Verdict
-
-#: log lines that mean "an allocation failed" (C++, Python, LLVM, glibc, TVM's allocators)
-OOM_PATTERNS = re.compile(
-    r"std::bad_alloc|MemoryError|Cannot allocate memory|out of memory|Out of memory"
-    r"|Unable to allocate|failed to allocate|Failed to allocate|ENOMEM"
-)
+from fuzzharness.execution.stages import is_out_of_memory_text
 
 #: log lines worth quoting when a worker died: what TVM, LLVM or the C++ runtime said before
 #: dying (not TVM's warnings, and not faulthandler's "Fatal Python error: Aborted", which
@@ -52,10 +47,6 @@ def signal_name(returncode: int | None) -> str | None:
         return signal.Signals(-returncode).name
     except ValueError:
         return f"signal {-returncode}"
-
-
-def is_out_of_memory_text(text: str) -> bool:
-    return bool(OOM_PATTERNS.search(text or ""))
 
 
 def fatal_line(log_tail: str) -> str:

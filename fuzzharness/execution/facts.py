@@ -1,6 +1,6 @@
 """Facts for bucketing failures, computed in the worker where the TVM objects still exist.
 
-Two things feed a bucket signature (:mod:`fuzzharness.engine.buckets`) besides the case itself:
+Two things feed a bucket signature (:mod:`fuzzharness.buckets.signatures`) besides the case itself:
 
 * :func:`throw_site` — where inside TVM an exception was thrown: the innermost C++ frame's
   source file (relative to TVM's ``src/``) and function, without line numbers or argument

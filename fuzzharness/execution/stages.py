@@ -1,20 +1,21 @@
-"""Run one case through the pipeline and judge it: Case → Outcome (verdict + arrays).
+"""Run one case through its stages and judge it: Case → :class:`CaseRun` (verdict + arrays).
 
-Stages, in order (each timed, each announced through ``on_stage`` before it starts so that a
-process that dies mid-stage can be blamed on the right one):
+The stages are the same for every kind of case (:mod:`fuzzharness.core.kinds`), each timed
+and announced through ``on_stage`` before it starts, so that a process that dies mid-stage
+is blamed on the right one:
 
-``generate``  rebuild the PrimFunc from the workload parameters and the inputs from the seed
-``schedule``  replay the stored trace on a fresh ``s_tir.Schedule``; note parameters that
-              ``transform_layout`` re-laid out (the kernel then takes and returns them in
-              the new layout: inputs are laid out before the call, outputs read back
-              through the same map — :mod:`fuzzharness.execution.relayout`)
-``lower`` / ``codegen`` / ``build``   the backend's compilation steps
+``generate``  rebuild the program from the workload parameters, the inputs from the seed
+``schedule``  replay the stored schedule (trace) on the program
+``lower`` / ``codegen`` / ``build``   the back end's compilation steps
 ``run``       execute on poisoned output buffers (nan for floats), so unwritten elements show
-``verify``    float64 reference + error bound → ratio and status; inputs must be unchanged;
-              the order-preservation analysis of the scheduled IR
-``baseline``  (only when :func:`fuzzharness.oracles.metamorphic.plan` asks for it) build and run the
-              *unscheduled* program on the same inputs: the metamorphic reference for the
-              order-aware bitwise check and the cross-check of the numpy reference
+``verify``    float64 reference + error bound → ratio and status; inputs must be unchanged
+``baseline``  (TIR cases, when the oracle asks for it) build and run the *unscheduled*
+              program on the same inputs — the metamorphic reference
+
+What each stage does for a kind is the kind's :meth:`~fuzzharness.core.kinds.CaseKind.run`
+(:mod:`fuzzharness.kinds.tir.run`, :mod:`fuzzharness.kinds.relax.run`); this module owns
+what is common: the stage machine, the classification of exceptions, and the verdict of a
+judged output (:meth:`Execution.conclude`).
 
 Classification of exceptions: an allocation failure (``MemoryError``, TVM's
 ``std::bad_alloc``) → ``crash`` of kind ``out_of_memory`` in a TVM stage, ``harness_error`` in
@@ -23,16 +24,13 @@ Classification of exceptions: an allocation failure (``MemoryError``, TVM's
 any other exception raised inside TVM → ``compile_error`` (schedule..build) or ``crash``
 (run: an exception escaping the generated code); exceptions raised by harness code →
 ``harness_error``, never blamed on TVM.  Build errors that TVM documents as refusals of an
-invalid schedule (see :mod:`fuzzharness.execution.rejections`) are ``schedule_rejected``.  A TVM
-exception while building or running the unscheduled baseline is a ``compile_error`` at stage
-``baseline`` (the unscheduled program itself does not build).
+invalid schedule (see :mod:`fuzzharness.execution.rejections`) are ``schedule_rejected``.  A
+TVM exception while building or running the unscheduled baseline is a ``compile_error`` at
+stage ``baseline`` (the unscheduled program itself does not build).
 
-In the exact-integer input mode (``case.oracle["mode"] == "exact"``) the reference is the
-correctly rounded exact result with bound 0 (:func:`fuzzharness.oracles.bounds.exact_mode`).
-
-For bucketing (:mod:`fuzzharness.engine.buckets`) a verdict carries, where it applies,
+For bucketing (:mod:`fuzzharness.buckets.signatures`) a verdict carries, where it applies,
 ``details["site"]`` — where inside TVM the exception was thrown (C++ file and function, no
-line numbers) — and, for wrong answers, ``details["facts"]`` about the scheduled loop nest
+line numbers) — and, for wrong answers, ``details["facts"]`` about the scheduled program
 (:mod:`fuzzharness.execution.facts`).
 """
 
@@ -40,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -49,21 +48,32 @@ from typing import Any
 import numpy as np
 
 from fuzzharness.core.case import Case
-from fuzzharness.core.tvm_support import blame_tvm, is_schedule_error, replay_trace
+from fuzzharness.core.kinds import kind_of
+from fuzzharness.core.tvm_support import blame_tvm, is_schedule_error
 from fuzzharness.core.verdict import Stage, Status, Verdict
-from fuzzharness.engine.worker_deaths import is_out_of_memory_text
 from fuzzharness.execution import rejections
-from fuzzharness.execution.facts import schedule_facts, throw_site
+from fuzzharness.execution.facts import throw_site
 
 StageCallback = Callable[[Stage], None]
-GRAPH_WORKLOAD = "graph"  # fuzzharness.generators.graphs.spec.GRAPH_WORKLOAD: graph cases run elsewhere
 
-#: compiled unscheduled programs (see fuzzharness.oracles.metamorphic), least recently used first
-_BASELINES: dict[tuple[str, str, str], Any] = {}
+#: log lines that mean "an allocation failed" (C++, Python, LLVM, glibc, TVM's allocators)
+OOM_PATTERNS = re.compile(
+    r"std::bad_alloc|MemoryError|Cannot allocate memory|out of memory|Out of memory"
+    r"|Unable to allocate|failed to allocate|Failed to allocate|ENOMEM"
+)
+#: wrong answers carry no error text; facts about the schedule tell their buckets apart
+FACT_STATUSES = frozenset({Status.WRONG_RESULT, Status.NAN_INF,
+                           Status.ORDER_PRESERVING_DIVERGENCE})
+
+
+def is_out_of_memory_text(text: str) -> bool:
+    return bool(OOM_PATTERNS.search(text or ""))
 
 
 @dataclasses.dataclass
-class Outcome:
+class CaseRun:
+    """What running one case produced: its verdict, and the arrays and IR behind it."""
+
     verdict: Verdict
     inputs: dict[str, np.ndarray] | None = None
     outputs: dict[str, np.ndarray] | None = None
@@ -72,7 +82,9 @@ class Outcome:
     baseline: dict[str, np.ndarray] | None = None  # outputs of the unscheduled build, when built
 
 
-class _StageFailed(Exception):
+class StageFailed(Exception):
+    """Raised out of :meth:`Execution.stage`: the stage ended the case with ``verdict``."""
+
     def __init__(self, verdict: Verdict):
         self.verdict = verdict
 
@@ -86,12 +98,6 @@ def output_digest(outputs: dict[str, np.ndarray]) -> str:
     return h.hexdigest()[:16]
 
 
-def poison(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    if np.issubdtype(dtype, np.integer):
-        return np.full(shape, np.iinfo(dtype).min, dtype=dtype)
-    return np.full(shape, np.nan, dtype=dtype)
-
-
 class Execution:
     """One pass through the stages, collecting timings; use :func:`execute`."""
 
@@ -101,6 +107,14 @@ class Execution:
         self.baseline_policy = baseline
         self.timings: dict[str, float] = {}
 
+    def run(self) -> CaseRun:
+        result = CaseRun(Verdict(Status.HARNESS_ERROR, Stage.GENERATE))
+        try:
+            kind_of(self.case).run(self, result)
+        except StageFailed as failed:
+            result.verdict = failed.verdict
+        return result
+
     @contextmanager
     def stage(self, stage: Stage) -> Iterator[None]:
         if self.on_stage is not None:
@@ -108,12 +122,44 @@ class Execution:
         t0 = time.perf_counter()
         try:
             yield
-        except _StageFailed:
+        except StageFailed:
             raise
         except Exception as e:  # noqa: BLE001 - every failure becomes a verdict
-            raise _StageFailed(self._classify(stage, e)) from e
+            raise StageFailed(self._classify(stage, e)) from e
         finally:
             self.timings[stage.value] = self.timings.get(stage.value, 0.0) + time.perf_counter() - t0
+
+    def not_run(self, why: str) -> Verdict:
+        """The verdict of a program that compiled but cannot run here (e.g. no GPU)."""
+        return Verdict(Status.INCONCLUSIVE, Stage.RUN, message=f"compiled, not run: {why}",
+                       timings=self.timings, details={"not_run": why})
+
+    def conclude(self, judgement, outputs: dict[str, np.ndarray], *, status: Status | None = None,
+                 message: str = "", details: dict[str, Any] | None = None,
+                 problems: list[str] = (), facts: Callable[[], list[str]] | None = None) -> Verdict:
+        """The verdict of judged outputs (the one tail of every kind's ``verify`` stage).
+
+        ``status`` overrides the judgement's (e.g. the metamorphic check's conclusion);
+        ``problems`` are wrong results the oracle cannot see (inputs overwritten, padding
+        not filled): the first one makes a passing or inconclusive case a ``wrong_result``;
+        ``facts`` is asked for facts about the program when the status is a wrong answer.
+        """
+        j = judgement
+        status = j.status if status is None else status
+        verdict = Verdict(status, Stage.VERIFY if status is not Status.PASS else Stage.DONE,
+                          message=message or j.message, worst_error=j.worst_error, ratio=j.ratio,
+                          worst_index=j.worst_index, worst_output=j.worst_output,
+                          digest=output_digest(outputs), timings=self.timings,
+                          details=dict(details or {}))
+        if j.inconclusive:
+            verdict.details["inconclusive"] = j.inconclusive
+        for problem in problems:
+            if verdict.status in (Status.PASS, Status.INCONCLUSIVE):
+                verdict.status, verdict.stage, verdict.message = \
+                    Status.WRONG_RESULT, Stage.VERIFY, problem
+        if verdict.status in FACT_STATUSES and facts is not None:
+            verdict.details["facts"] = facts()
+        return verdict
 
     def _classify(self, stage: Stage, e: Exception) -> Verdict:
         message = f"{type(e).__name__}: {e}"
@@ -148,133 +194,6 @@ class Execution:
             status = Status.COMPILE_ERROR
         return Verdict(status, stage, message=message, timings=self.timings, details=details)
 
-    def _run_baseline(self, backend, workload, func, specs, out_specs, inputs):
-        """The unscheduled program's outputs; its build is cached per program, target, options."""
-        from fuzzharness.core.case import canonical_json
-        from fuzzharness.oracles.metamorphic import BASELINE_CACHE_SIZE
-
-        case = self.case
-        key = (workload.source(case.params), canonical_json(case.target),
-               canonical_json(case.pass_config))
-        program = _BASELINES.pop(key, None)
-        if program is None:
-            program = backend.build(backend.codegen(
-                backend.lower(tvm_module(func), case.target, case.pass_config), case.target))
-        _BASELINES[key] = program  # most recently used last
-        while len(_BASELINES) > BASELINE_CACHE_SIZE:
-            _BASELINES.pop(next(iter(_BASELINES)))
-        args = [inputs[s.name].copy() for s in specs]
-        args += [poison(o.shape, np.dtype(inputs_dtype(o.dtype))) for o in out_specs]
-        results = backend.run(program, args, len(out_specs))
-        return {o.name: r for o, r in zip(out_specs, results, strict=True)}
-
-    def run(self) -> Outcome:
-        from fuzzharness.backends.rpc import backend_for
-        from fuzzharness.core.tvm_support import structural_equal
-        from fuzzharness.execution import relayout
-        from fuzzharness.generators.inputs import make_inputs
-        from fuzzharness.generators.workloads import workloads
-        from fuzzharness.oracles import bounds, metamorphic
-        from fuzzharness.oracles.compare import judge
-        from fuzzharness.oracles.order import accumulation_order
-        from fuzzharness.oracles.program import Numerics
-
-        case = self.case
-        if case.workload_name == GRAPH_WORKLOAD:  # a whole Relax graph, not one PrimFunc
-            from fuzzharness.kinds.relax.run import run_graph
-
-            return run_graph(self)
-        outcome = Outcome(Verdict(Status.HARNESS_ERROR, Stage.GENERATE))
-        try:
-            with self.stage(Stage.GENERATE):
-                workload = workloads[case.workload_name]
-                backend = backend_for(case.target)  # a remote device if one is set
-                func = workload.prim_func(case.params)
-                kernel_func = workload.kernel_prim_func(case.params, func)
-                specs = workload.inputs(case.params)
-                out_specs = workload.outputs(case.params)
-                inputs = make_inputs(specs, case.inputs["distribution"], case.inputs["seed"])
-                outcome.inputs = inputs
-            with self.stage(Stage.SCHEDULE):
-                sch = replay_trace(kernel_func, case.trace)
-                outcome.scheduled = sch.mod
-                layouts = relayout.param_layouts(kernel_func, case.trace)
-            with self.stage(Stage.LOWER):
-                lowered = backend.lower(sch.mod, case.target, case.pass_config)
-            with self.stage(Stage.CODEGEN):
-                rt_mod = backend.codegen(lowered, case.target)
-            with self.stage(Stage.BUILD):
-                program = backend.build(rt_mod)
-                not_run = backend.not_runnable(program)
-            if not_run is not None:  # e.g. CUDA compiled by nvcc on a host without a GPU
-                outcome.verdict = Verdict(
-                    Status.INCONCLUSIVE, Stage.RUN, message=f"compiled, not run: {not_run}",
-                    timings=self.timings, details={"not_run": not_run},
-                )
-                return outcome
-            with self.stage(Stage.RUN):
-                kernel_in = {s.name: relayout.kernel_array(layouts, s.name, inputs[s.name])
-                             for s in specs}
-                args = [kernel_in[s.name].copy() for s in specs]
-                args += [poison(relayout.kernel_shape(layouts, o.name, o.shape),
-                                np.dtype(inputs_dtype(o.dtype))) for o in out_specs]
-                results = backend.run(program, args, len(out_specs))
-                raw = {o.name: r for o, r in zip(out_specs, results, strict=True)}
-                outputs = {n: relayout.reference_array(layouts, n, r) for n, r in raw.items()}
-                outcome.outputs = outputs
-            with self.stage(Stage.VERIFY):
-                clobbered = [s.name for s, a in zip(specs, args, strict=False)
-                             if not np.array_equal(a, kernel_in[s.name], equal_nan=True)]
-                unpadded = {n: k for n, r in raw.items()
-                            if (k := relayout.unfilled_padding(layouts, n, r))}
-                with np.errstate(all="ignore"):  # special-value inputs make nan/inf on purpose
-                    expected = workload.reference(case.params, inputs, Numerics(func))
-                exact = case.oracle.get("mode") == "exact"
-                if exact:
-                    expected = {name: bounds.exact_mode(e) for name, e in expected.items()}
-                # all-zero bounds (integers, max, copies) already demand bitwise equality
-                exact = exact or not any(e.bound.any() for e in expected.values())
-                outcome.expected = expected
-                j = judge(expected, outputs)
-                scheduled = sch.mod["main"]
-                order = accumulation_order(func, scheduled)
-                how = metamorphic.plan(j, order, structural_equal(func, scheduled), exact,
-                                       self.baseline_policy, metamorphic.sample_point(case.id))
-            baseline = outputs if how == "self" else None
-            if how == "build":
-                with self.stage(Stage.BASELINE):
-                    baseline = self._run_baseline(backend, workload, func, specs, out_specs, inputs)
-                outcome.baseline = baseline
-            with self.stage(Stage.VERIFY):
-                c = metamorphic.conclude(j, order, expected, outputs, baseline, how)
-            final = c.status
-            verdict = Verdict(
-                final, Stage.VERIFY if final is not Status.PASS else Stage.DONE,
-                message=c.message or j.message, worst_error=j.worst_error, ratio=j.ratio,
-                worst_index=j.worst_index, worst_output=j.worst_output,
-                digest=output_digest(outputs), timings=self.timings, details=c.details,
-            )
-            if j.inconclusive:
-                verdict.details["inconclusive"] = j.inconclusive
-            if clobbered and verdict.status in (Status.PASS, Status.INCONCLUSIVE):
-                verdict.status, verdict.stage = Status.WRONG_RESULT, Stage.VERIFY
-                verdict.message = f"the kernel overwrote its input(s) {', '.join(clobbered)}"
-            if unpadded and verdict.status in (Status.PASS, Status.INCONCLUSIVE):
-                verdict.status, verdict.stage = Status.WRONG_RESULT, Stage.VERIFY
-                verdict.message = "transform_layout padding not filled with the pad value: " + \
-                    ", ".join(f"{n} ({k} elements)" for n, k in unpadded.items())
-            if verdict.status in FACT_STATUSES and outcome.scheduled is not None:
-                verdict.details["facts"] = schedule_facts(outcome.scheduled)
-            outcome.verdict = verdict
-        except _StageFailed as failed:
-            outcome.verdict = failed.verdict
-        return outcome
-
-
-#: wrong answers carry no error text; facts about the schedule tell their buckets apart
-FACT_STATUSES = frozenset({Status.WRONG_RESULT, Status.NAN_INF,
-                           Status.ORDER_PRESERVING_DIVERGENCE})
-
 
 def out_of_memory_verdict(stage: Stage, e: BaseException) -> Verdict:
     """An allocation failed under the worker's memory limit.
@@ -290,23 +209,12 @@ def out_of_memory_verdict(stage: Stage, e: BaseException) -> Verdict:
                    details={"kind": "out_of_memory", "exception": type(e).__name__})
 
 
-def inputs_dtype(dtype: str):
-    from fuzzharness.oracles.numerics import numpy_dtype
 
-    return numpy_dtype(dtype)
-
-
-def tvm_module(func):
-    import tvm
-
-    return tvm.IRModule({"main": func})
-
-
-def execute(case: Case, on_stage: StageCallback | None = None, *, baseline: str = "auto") -> Outcome:
+def execute(case: Case, on_stage: StageCallback | None = None, *, baseline: str = "auto") -> CaseRun:
     """Run ``case`` end to end; never raises for anything TVM or the case does.
 
     ``baseline``: when to build the unscheduled program as the metamorphic reference —
-    ``auto`` (the default policy of :func:`fuzzharness.oracles.metamorphic.plan`), ``order`` (every
-    order-preserving case), ``always`` or ``never`` (benchmarks compare them).
+    ``auto`` (the default policy of :func:`fuzzharness.oracles.metamorphic.plan`), ``order``
+    (every order-preserving case), ``always`` or ``never`` (benchmarks compare them).
     """
     return Execution(case, on_stage, baseline).run()

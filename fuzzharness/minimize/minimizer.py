@@ -11,10 +11,12 @@ Order (each phase stops at the deadline; the best case so far is always kept):
    budget, because it runs one candidate at a time);
 3. the case passes of :mod:`fuzzharness.minimize.passes` — trace ddmin, decisions and
    factors, workload parameters, inputs, compiler options — repeated until a whole round
-   changes nothing.  Their candidates run in batches, one per worker.  A Relax graph case
-   (:mod:`fuzzharness.generators.graphs`) gets the graph's own passes instead of the single-trace ones:
-   ddmin over each fused function's trace, then :func:`fuzzharness.generators.graphs.minimize.propose`
-   (drop outputs and nodes, plainer attributes, smaller shapes, a simpler mode).
+   changes nothing.  Their candidates run in batches, one per worker.  The schedule pass and
+   the first simplifications are the case kind's (:class:`fuzzharness.core.kinds.CaseKind`):
+   for a TIR case ddmin over its trace and the sampling decisions; for a Relax graph case
+   ddmin over each fused function's trace and the graph's own edits
+   (:func:`fuzzharness.kinds.relax.minimize.propose`: drop outputs and nodes, plainer
+   attributes, smaller shapes, a simpler mode).
 
 The interestingness predicate is :class:`~fuzzharness.minimize.predicate.SameBug` on the
 bucket signature of the original failure.  A failure raised while the schedule was being
@@ -29,9 +31,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from fuzzharness.buckets.signatures import Signature
 from fuzzharness.core.case import Case
+from fuzzharness.core.kinds import kind_of
 from fuzzharness.core.verdict import Verdict
-from fuzzharness.engine.buckets import Signature
 from fuzzharness.minimize import passes
 from fuzzharness.minimize.evaluator import Evaluator
 from fuzzharness.minimize.predicate import SameBug
@@ -39,7 +42,7 @@ from fuzzharness.minimize.predicate import SameBug
 DEFAULT_BUDGET = 120.0  # seconds per bucket
 HYPOTHESIS_SHARE = 0.5  # of the budget, at most
 CONFIRM_TRIES = 3  # runs of the original before a failure counts as not reproducing
-Progress = Callable[[str], None]
+Say = Callable[[str], None]  # one progress line
 
 
 @dataclasses.dataclass
@@ -94,7 +97,7 @@ class MinimizeResult:
 def minimize(case: Case | None, verdict: Verdict | None, target: Signature, *,
              choices: Sequence[Any] | None = None, gen_settings=None,
              budget: float = DEFAULT_BUDGET, workers: int = 2, timeout: float = 20.0,
-             memory_mb: int = 4096, progress: Progress | None = None,
+             memory_mb: int = 4096, progress: Say | None = None,
              strict: bool = False) -> MinimizeResult:
     """Minimize ``case`` (or, when it is None, the choice sequence ``choices``) for ``target``.
 
@@ -188,31 +191,24 @@ def _hypothesis_phase(result, case, seq, gen_settings, ev, predicate, deadline, 
     return shrunk.case.replace(origin=origin)
 
 
-def _case_passes(result: MinimizeResult, case: Case, ev: Evaluator, say: Progress) -> Case:
-    from fuzzharness.generators.graphs import minimize as graph_minimize
-
+def _case_passes(result: MinimizeResult, case: Case, ev: Evaluator, say: Say) -> Case:
     def first(cands: list[Case]) -> Case | None:
         hit = ev.first_interesting(cands)
         return hit[1] if hit else None
 
     stop = ev.out_of_time
-    graph = graph_minimize.is_graph_case(case)
-    fix = passes.replay_fixer(result.target.stage)
-    case_passes = ((("graph", graph_minimize.propose),) if graph else
-                   (("decisions", passes.propose_decisions),)) + (
+    kind = kind_of(case)
+    case_passes = kind.simplifications() + [
         ("params", passes.propose_params),
         ("inputs", passes.propose_inputs),
-        ("options", passes.propose_options))
+        ("options", passes.propose_options)]
     seen: set[str] = set()
     rounds = 0
     while not stop():
         rounds += 1
         before = case.id
         n0 = passes.size(case)
-        if graph:
-            case = passes.minimize_function_traces(case, first, stop)
-        else:
-            case = passes.minimize_trace(case, first, stop, fix)
+        case = kind.minimize_schedule(case, first, stop, result.target.stage)
         say(f"trace: {n0} → {passes.size(case)} {passes.size_unit(case)} "
             f"({ev.runs} runs, {ev.time_left():.0f} s left)")
         for name, propose in case_passes:

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fuzzharness.core.case import Case
+from fuzzharness.core.kinds import kind_of
 from fuzzharness.minimize import trace_edit
 from fuzzharness.minimize.ddmin import ddmin
 
@@ -77,11 +78,11 @@ def minimize_trace(case: Case, first_interesting: Callable[[list[Case]], Case | 
     for simpler in (trace_edit.drop_dead_lookups(case.trace), merge_duplicate_lookups(case.trace)):
         if simpler != case.trace and (cand := fix(with_trace(case, simpler))) is not None:
             case = first_interesting([cand]) or case
-    return _ddmin_trace(case, lambda c: c.trace, lambda c, t: fix(with_trace(c, t)),
+    return ddmin_trace(case, lambda c: c.trace, lambda c, t: fix(with_trace(c, t)),
                         first_interesting, should_stop)
 
 
-def _ddmin_trace(case: Case, get: Callable[[Case], Any], put: Callable[[Case, Any], Case | None],
+def ddmin_trace(case: Case, get: Callable[[Case], Any], put: Callable[[Case, Any], Case | None],
                  first_interesting: Callable[[list[Case]], Case | None],
                  should_stop: Callable[[], bool]) -> Case:
     """ddmin over the instructions of the trace ``get(case)``; ``put(case, trace)`` makes
@@ -98,39 +99,14 @@ def _ddmin_trace(case: Case, get: Callable[[Case], Any], put: Callable[[Case, An
     return ddmin(case, units, remove, first_interesting, should_stop)
 
 
-def minimize_function_traces(case: Case, first_interesting: Callable[[list[Case]], Case | None],
-                             should_stop: Callable[[], bool]) -> Case:
-    """ddmin over each fused function's trace of a Relax graph case, one function at a time.
-
-    The same removals as :func:`minimize_trace` (an instruction with its dependents, then
-    dead lookups); a candidate that no longer replays is left to the worker, which calls it
-    ``schedule_rejected`` — not the same bug, so not kept.
-    """
-    from fuzzharness.generators.graphs.minimize import function_traces, with_function_trace
-
-    for name in list(function_traces(case)):
-        case = _ddmin_trace(case, lambda c, n=name: function_traces(c).get(n),
-                            lambda c, t, n=name: with_function_trace(c, n, t),
-                            first_interesting, should_stop)
-    return case
-
-
 def size(case: Case) -> int:
-    """How big a case is for the minimizer's report: trace instructions; for a Relax graph
-    case, graph nodes plus the instructions of every fused function's trace."""
-    from fuzzharness.generators.graphs.minimize import function_traces, is_graph_case
-
-    if is_graph_case(case):
-        nodes = len((case.params or {}).get("nodes") or [])
-        return nodes + sum(trace_edit.length(t) for t in function_traces(case).values())
-    return trace_edit.length(case.trace)
+    """How big a case is for the minimizer's report, in its kind's unit (trace instructions;
+    for a Relax graph case, graph nodes plus the instructions of every function's trace)."""
+    return kind_of(case).size(case)
 
 
 def size_unit(case: Case | None) -> str:
-    from fuzzharness.generators.graphs.minimize import is_graph_case
-
-    return "graph nodes + trace instructions" if case is not None and is_graph_case(case) \
-        else "trace instructions"
+    return kind_of(case).size_unit
 
 
 def replay_fixer(stage: str) -> Fix:

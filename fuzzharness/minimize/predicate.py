@@ -1,7 +1,7 @@
 """What "the same bug" means while minimizing: the interestingness predicate.
 
 A candidate is interesting when its verdict is a TVM finding and its bucket signature
-(:func:`fuzzharness.engine.buckets.signature`) is the target's:
+(:func:`fuzzharness.buckets.signatures.signature`) is the target's:
 
 * a failure **with error text** (compile errors, crashes with a fatal message, exceptions
   from generated code): the bucket keys are equal.  The key of such a failure ignores the
@@ -21,8 +21,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from fuzzharness.buckets.signatures import Signature, signature
 from fuzzharness.core.verdict import Verdict
-from fuzzharness.engine.buckets import Signature, signature
 
 
 @dataclasses.dataclass(frozen=True)

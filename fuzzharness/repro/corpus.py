@@ -19,7 +19,7 @@ repro.py does (replay corpus entries through repro.py's exit status).
 (a test replaying it is an xfail(strict) — it starts to XPASS the day TVM fixes the bug,
 which is the signal to set ``"fixed"``, where the script must exit 0).  ``bucket`` is the
 key of the minimized case's signature, ``signature`` the signature itself
-(:meth:`fuzzharness.engine.buckets.Signature.to_dict`).
+(:meth:`fuzzharness.buckets.signatures.Signature.to_dict`).
 
 Names are lowercase words joined by ``-`` (``[a-z0-9][a-z0-9-]*``).
 """
@@ -50,10 +50,12 @@ class CorpusError(ValueError):
 class Entry:
     dir: Path
     meta: dict[str, Any]
+    case: dict[str, Any] | None = None  # case.json as plain data
+    problem: str | None = None  # why the entry cannot be used (see :func:`read`)
 
     @property
     def name(self) -> str:
-        return self.meta["name"]
+        return self.dir.name
 
     @property
     def expected_exit(self) -> int:
@@ -66,8 +68,8 @@ class Entry:
 
 def validate(d: Path) -> Entry:
     """Read and check one entry directory (raise CorpusError)."""
+    from fuzzharness.buckets.signatures import Signature
     from fuzzharness.core.case import Case, CaseFormatError
-    from fuzzharness.engine.buckets import Signature
 
     missing = [f for f in FILES if not (d / f).is_file()]
     if missing:
@@ -87,21 +89,37 @@ def validate(d: Path) -> Entry:
     if meta["expected"] not in EXPECTED:
         raise CorpusError(f"{d}/meta.json: expected must be one of {', '.join(EXPECTED)}")
     try:
-        Case.from_json((d / "case.json").read_text())
+        case = Case.from_json((d / "case.json").read_text())
     except CaseFormatError as e:
         raise CorpusError(f"{d}/case.json: {e}") from None
     sig = Signature.from_dict(meta["signature"])
     if sig.key != meta["bucket"]:
         raise CorpusError(f"{d}/meta.json: bucket {meta['bucket']} is not the key of its "
                           f"signature ({sig.key})")
-    return Entry(d, meta)
+    return Entry(d, meta, case.to_dict())
 
 
-def entries(corpus: str | Path) -> list[Entry]:
+def _entry_dirs(corpus: str | Path) -> list[Path]:
     root = Path(corpus)
     if not root.is_dir():
         return []
-    return [validate(d) for d in sorted(root.iterdir()) if d.is_dir() and not d.name.startswith(".")]
+    return [d for d in sorted(root.iterdir()) if d.is_dir() and not d.name.startswith(".")]
+
+
+def entries(corpus: str | Path) -> list[Entry]:
+    """Every entry, validated; the first invalid one raises :class:`CorpusError`."""
+    return [validate(d) for d in _entry_dirs(corpus)]
+
+
+def read(corpus: str | Path) -> list[Entry]:
+    """Every entry; an invalid one is returned with its ``problem`` (a test fails with it)."""
+    out = []
+    for d in _entry_dirs(corpus):
+        try:
+            out.append(validate(d))
+        except (CorpusError, OSError, ValueError) as e:
+            out.append(Entry(d, {}, None, str(e)))
+    return out
 
 
 def add(repro_dir: str | Path, corpus: str | Path, name: str, *, upstream: str = "",
@@ -166,9 +184,9 @@ def _signature_of(src: Path, case) -> Any:
     """The case's bucket signature, from running it again (in a worker process) — or, for a
     failure while a schedule was drawn, from its recorded verdict after its script
     reproduced it."""
-    from fuzzharness.commands.replay import run_isolated
+    from fuzzharness.buckets.signatures import signature
     from fuzzharness.core.verdict import Verdict
-    from fuzzharness.engine.buckets import signature
+    from fuzzharness.engine.isolated import run_isolated
     from fuzzharness.repro.verify import run_script
 
     if case.origin.get("failing_call") and case.origin.get("failing_verdict"):

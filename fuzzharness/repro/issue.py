@@ -4,9 +4,10 @@ Triage — plus the hints a maintainer triages with: the schedule primitives inv
 lowering pass after which the output goes wrong (or that raised), the scheduled TIR and the
 IR around that pass.
 
-A Relax graph case (:mod:`fuzzharness.generators.graphs`) is titled ``[Bug] [Relax] ...``, names its
-operators, compilation mode and the primitives of its fused functions' schedules, and shows
-the Relax module with those schedules as the program.
+What differs per kind of case (the title's tag, what the case is, the program excerpt, the
+expected behaviour, the triage hints) comes from the case's kind
+(:class:`fuzzharness.core.kinds.CaseKind`): a Relax graph case is titled
+``[Bug] [Relax] ...``, names its operators and compilation mode, and shows the Relax module.
 
 Only written for a repro that was verified to reproduce (see :mod:`fuzzharness.repro.package`).
 """
@@ -16,11 +17,10 @@ from __future__ import annotations
 import platform
 from typing import Any
 
+from fuzzharness.buckets.signatures import Signature, salient_line
 from fuzzharness.core.case import Case
+from fuzzharness.core.kinds import kind_of
 from fuzzharness.core.verdict import Verdict
-from fuzzharness.engine.buckets import Signature, salient_line, trace_primitives
-from fuzzharness.generators.graphs.minimize import is_graph_case
-from fuzzharness.repro.pass_bisect import Triage
 
 MAX_OUTPUT_LINES = 40
 
@@ -28,26 +28,7 @@ MAX_OUTPUT_LINES = 40
 def primitives(case: Case) -> list[str]:
     """Schedule primitives the case applies (for a graph: over all its fused functions, plus
     ``convert_layout`` / ``dlight`` / ``metaschedule`` where its mode uses them)."""
-    if is_graph_case(case):
-        from fuzzharness.generators.graphs.spec import graph_primitives
-
-        ops = {str(n.get("op")) for n in case.params.get("nodes") or []}
-        return [p for p in graph_primitives(case.to_dict()) if p not in ops]
-    return list(trace_primitives(case.trace))
-
-
-def _where(case: Case) -> str:
-    if is_graph_case(case):
-        ops = ", ".join(dict.fromkeys(str(n.get("op")) for n in case.params.get("nodes") or []))
-        mode = (case.schedule or {}).get("source", "graph:default").split(":", 1)[-1]
-        return f"Relax graph ({ops}; {case.params.get('dtype')}, {case.target.get('kind')}, {mode} mode)"
-    return (f"{case.workload_name} ({_shape_text(case)}, "
-            f"{case.origin.get('dtype') or case.params.get('dtype', '')}, {case.target.get('kind')})")
-
-
-def _shape_text(case: Case) -> str:
-    ints = {k: v for k, v in case.params.items() if isinstance(v, int) and not isinstance(v, bool)}
-    return ", ".join(f"{k}={v}" for k, v in ints.items())
+    return kind_of(case).issue_primitives(case)
 
 
 def short_message(message: str, limit: int = 100) -> str:
@@ -64,12 +45,12 @@ def short_message(message: str, limit: int = 100) -> str:
 
 def title(case: Case, verdict: Verdict, failing_call: str | None = None,
           raised_in: str | None = None) -> str:
-    graph = is_graph_case(case)
-    tag = "[Relax]" if graph else "[TIR]"
-    prims = ", ".join(primitives(case)) or ("the default pipeline" if graph else "no schedule")
+    kind = kind_of(case)
+    tag = kind.tag
+    prims = ", ".join(primitives(case)) or kind.no_schedule
     if failing_call:
         prims = failing_call.split("(", 1)[0].replace("sch.", "")
-    where = _where(case)
+    where = kind.describe(case)
     status = verdict.status.value
     if status == "wrong_result":
         return f"[Bug] {tag} Wrong result after {prims}: {where}"
@@ -82,30 +63,14 @@ def title(case: Case, verdict: Verdict, failing_call: str | None = None,
         return f"[Bug] {tag} {sig} in {verdict.stage.value} after {prims}: {where}"
     if status == "timeout":
         return f"[Bug] {tag} {verdict.stage.value} does not finish after {prims}: {where}"
-    msg = short_message(verdict.message)
-    if graph:
-        return f"[Bug] {tag} Compiling a {where} fails: {msg}"
-    if verdict.stage.value == "schedule":
-        return f"[Bug] [TIR][Schedule] {prims} fails instead of raising a ScheduleError: {msg}"
-    what = {"lower": "Lowering", "codegen": "Code generation", "build": "Building"}.get(
-        verdict.stage.value, verdict.stage.value.capitalize())
-    if raised_in:
-        what = raised_in.split(".")[-1]
-    return f"[Bug] [TIR] {what} fails after {prims}: {msg}"
+    return kind.error_title(verdict, prims, where, short_message(verdict.message), raised_in)
 
 
 def _expected_text(case: Case, verdict: Verdict, exact: bool) -> str:
     status = verdict.status.value
     refuse = ("or the schedule should be refused with a `ScheduleError` when it is not valid")
-    if is_graph_case(case) and status in ("wrong_result", "nan_inf"):
-        how = ("exactly equal to the float64 reference (small-integer inputs: every op's result "
-               "is an exact integer)" if exact else
-               "within the error bound of the float64 reference, composed op by op from each "
-               "op's stated floating-point error model")
-        return f"The compiled Relax graph's outputs should be {how}."
-    if is_graph_case(case):
-        return ("`relax.build` of the module should succeed and the compiled graph should "
-                "compute the correct result.")
+    if (own := kind_of(case).expected_behaviour(case, verdict, exact)) is not None:
+        return own
     if status in ("wrong_result", "nan_inf"):
         how = ("exactly equal to the float64 reference: the inputs are small integers, so every "
                "partial sum is an exact integer and any summation order gives the same value"
@@ -137,7 +102,7 @@ def _trim(text: str, limit: int = MAX_OUTPUT_LINES) -> str:
 
 def issue_markdown(*, case: Case, verdict: Verdict, bucket: str, signature: Signature | None,
                    script_text: str, script_output: str, schedule_lines: list[str],
-                   versions: dict[str, str], triage: Triage | None, date: str,
+                   versions: dict[str, str], triage: Any, date: str,
                    minimized: dict[str, Any] | None = None, runs: int = 1,
                    failing_call: str | None = None, issue_title: str | None = None) -> str:
     exact = case.oracle.get("mode") == "exact"
@@ -173,7 +138,7 @@ def issue_markdown(*, case: Case, verdict: Verdict, bucket: str, signature: Sign
         "",
         "The program and the schedule it applies:",
         "",
-        _fence(_core(script_text, schedule_lines, failing_call, is_graph_case(case)), "python"),
+        _fence(kind_of(case).program_excerpt(script_text, schedule_lines, failing_call), "python"),
         "",
         f"<details><summary>repro.py ({len(script_text.splitlines())} lines)</summary>",
         "",
@@ -190,11 +155,7 @@ def issue_markdown(*, case: Case, verdict: Verdict, bucket: str, signature: Sign
         "",
         f"- schedule primitives involved: {', '.join(f'`{p}`' for p in prims) or 'none'}",
     ]
-    if is_graph_case(case):
-        out.append("- compiled by: " + _graph_mode(case))
-        out.append("- lowering passes: not probed (the pass bisection covers single PrimFuncs)")
-    else:
-        out += _triage_lines(triage, verdict)
+    out += kind_of(case).hints(case, triage)
     if not minimized and case.origin.get("minimized_from"):
         out.append(f"- found by tvm-fuzzharness and minimized from case "
                    f"`{case.origin['minimized_from']}`")
@@ -221,65 +182,3 @@ def _json(obj: Any) -> str:
     import json
 
     return json.dumps(obj, sort_keys=True)
-
-
-def _graph_mode(case: Case) -> str:
-    schedule = case.schedule or {}
-    mode = {"graph:default": "TVM's default Relax pipeline (LegalizeOps, FuseOps, FuseTIR, "
-                             "default schedules)",
-            "graph:dlight": "the default pipeline with dlight's default schedules",
-            "graph:random": "the default pipeline, fused PrimFuncs re-scheduled at random",
-            "graph:metaschedule": "the default pipeline, fused PrimFuncs scheduled by "
-                                  "MetaSchedule design-space samples"}.get(
-        schedule.get("source", "graph:default"), str(schedule.get("source")))
-    if schedule.get("layout"):
-        mode += f", after ConvertLayout to {schedule['layout']}"
-    return mode
-
-
-def _core(script_text: str, schedule_lines: list[str], failing_call: str | None,
-          graph: bool = False) -> str:
-    """The program (TVMScript) and the schedule calls, cut from the script."""
-    lines = script_text.splitlines()
-    if graph:  # the Relax module and the fused functions' schedules, as the script has them
-        try:
-            start = next(i for i, ln in enumerate(lines) if ln.startswith("@I.ir_module"))
-            end = next(i for i, ln in enumerate(lines)
-                       if i > start and ln.startswith("# -- inputs"))
-        except StopIteration:
-            return ""
-        return "\n".join(lines[start:end]).rstrip()
-    try:
-        start = next(i for i, ln in enumerate(lines) if ln.startswith("@T.prim_func"))
-        end = next(i for i, ln in enumerate(lines) if i > start and ln.startswith("# -- the schedule"))
-        program = "\n".join(lines[start:end]).rstrip()
-    except StopIteration:
-        program = ""
-    sched = ["sch = tvm.s_tir.Schedule(main)", *schedule_lines]
-    if failing_call:
-        sched.append(failing_call + "  # raises")
-    return program + "\n\n" + "\n".join(sched)
-
-
-def _triage_lines(t: Triage | None, verdict: Verdict) -> list[str]:
-    if t is None:
-        return ["- lowering passes: not probed"]
-    out = []
-    if t.raised_in:
-        out.append(f"- the error is raised inside the lowering pass `{t.raised_in}`")
-    elif t.implicated:
-        out.append(f"- first lowering pass after which the output goes wrong: `{t.implicated[0]}` "
-                   f"(disabling it gives the correct result"
-                   + (f"; so does disabling {', '.join(f'`{p}`' for p in t.implicated[1:])}"
-                      if len(t.implicated) > 1 else "") + ")")
-    elif t.note:
-        out.append(f"- {t.note}")
-    if t.required:
-        out.append(f"- passes that cannot be disabled for this program: "
-                   f"{', '.join(f'`{p}`' for p in t.required)}")
-    if t.crashed:
-        out.append(f"- disabling {', '.join(f'`{p}`' for p in t.crashed)} crashes TVM itself")
-    if t.passes:
-        out.append(f"- probed by disabling each of the {len(t.passes)} passes of the default "
-                   f"TIR pipeline in turn (`PassContext(disabled_pass=[...])`)")
-    return out

@@ -15,19 +15,19 @@ import json
 from pathlib import Path
 from typing import Any
 
+from fuzzharness.buckets.signatures import Signature
 from fuzzharness.core.case import Case
+from fuzzharness.core.kinds import kind_of
 from fuzzharness.core.verdict import Verdict
-from fuzzharness.engine.buckets import Signature
-from fuzzharness.generators.graphs.minimize import is_graph_case
 from fuzzharness.repro import issue as issue_md
-from fuzzharness.repro.script import NotReproducible, write_script
+from fuzzharness.repro.kit import NotReproducible
 from fuzzharness.repro.verify import Run, foreign_imports, verify
 
 OUTPUT_TAIL = 4000
 
 
 @dataclasses.dataclass
-class ReproOutcome:
+class ReproResult:
     bucket: str
     dir: Path
     reproduced: bool
@@ -42,10 +42,8 @@ def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
                 minimized: dict[str, Any] | None = None, verify_times: int = 1,
                 triage: bool = True, timeout: float | None = None,
                 failing_call: str | None = None, script=None,
-                first_seen: str = "") -> ReproOutcome:
+                first_seen: str = "") -> ReproResult:
     """Write, verify and describe the repro of ``case`` in directory ``out``."""
-    from fuzzharness.repro.pass_bisect import triage as probe
-
     d = Path(out)
     d.mkdir(parents=True, exist_ok=True)
     (d / "case.json").write_text(case.to_json() + "\n")
@@ -60,19 +58,12 @@ def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
         "minimize_seconds": (minimized or {}).get("seconds"),
         "minimize_runs": (minimized or {}).get("runs"), "title": title, "notes": [],
     }
-    graph = is_graph_case(case)
+    kind = kind_of(case)
     try:
-        if script is None and graph:  # a Relax graph: its own writer (Relax TVMScript)
-            from fuzzharness.generators.graphs import repro as graph_repro
-
-            try:
-                script = graph_repro.write_script(case, verdict, bucket=bucket,
-                                                  versions=versions, title=title)
-            except graph_repro.NotReproducible as e:
-                raise NotReproducible(str(e)) from None
-        s = script or write_script(case, verdict, bucket=bucket, signature=signature,
-                                   versions=versions, timeout=timeout, date=date, title=title,
-                                   failing_call=failing_call, first_seen=first_seen)
+        s = script or kind.write_script(
+            case, verdict, bucket=bucket, signature=signature, versions=versions,
+            timeout=timeout, date=date, title=title, failing_call=failing_call,
+            first_seen=first_seen)
     except NotReproducible as e:
         return _not_reproduced(d, record, bucket, title, [], f"no standalone script: {e}")
     except Exception as e:  # noqa: BLE001 - e.g. an index map the relayout cannot evaluate
@@ -91,11 +82,11 @@ def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
                                f"the script exited {last.exit_code} (1 means reproduced)")
     record["reproduced"] = True
     t = None
-    if graph:  # the pass bisection probes one PrimFunc's TIR pipeline, not Relax's
-        record["notes"] = [*s.notes, "triage: not probed (Relax graph)"]
-    elif triage and verdict.status.value != "timeout":
-        pattern = s.expect.get("error")
-        t = probe(case, symptom=verdict.status.value, pattern=pattern, workdir=d)
+    if triage:
+        t = kind.bisect_passes(case, verdict, s.expect.get("error"), d)
+    if t is None:
+        record["notes"] = [*s.notes, "triage: not probed"]
+    else:
         record["notes"] = [*s.notes, f"triage in {t.seconds:.1f} s"]
         if t.raised_in:  # name the pass that raised
             title = record["title"] = issue_md.title(case, verdict, failing_call, t.raised_in)
@@ -106,15 +97,15 @@ def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
         issue_title=title)
     (d / "issue.md").write_text(text)
     (d / "NOT-REPRODUCED.md").unlink(missing_ok=True)
-    return ReproOutcome(bucket, d, True, runs, title, record)
+    return ReproResult(bucket, d, True, runs, title, record)
 
 
 def _not_reproduced(d: Path, record: dict[str, Any], bucket: str, title: str, runs: list[Run],
-                    problem: str) -> ReproOutcome:
+                    problem: str) -> ReproResult:
     (d / "issue.md").unlink(missing_ok=True)
     out = runs[-1].output if runs else ""
     (d / "NOT-REPRODUCED.md").write_text(
         f"# Not reproduced: no issue written\n\n{problem}\n\n"
         + (f"Output of the last run:\n\n```\n{out}\n```\n" if out else ""))
     record["notes"] = [*record.get("notes", []), problem]
-    return ReproOutcome(bucket, d, False, runs, title, record, problem)
+    return ReproResult(bucket, d, False, runs, title, record, problem)

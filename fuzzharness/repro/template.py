@@ -1,6 +1,13 @@
-"""The fixed part of every repro script: the child process that compiles and runs, and the
-parent that judges.  Filled in by :mod:`fuzzharness.repro.script`; needs only tvm, numpy
-and the standard library.
+"""The fixed part of every repro script: the runner (child process that compiles and runs,
+parent that judges, exit status) and the TIR kind's ``compile_and_run``.  Filled in by the
+kinds' script writers (:mod:`fuzzharness.kinds.tir.script`, :mod:`fuzzharness.kinds.relax.script`);
+needs only tvm, numpy and the standard library.
+
+A script defines, before :data:`RUNNER`: ``TARGET``, ``PASS_CONFIG``, ``TIMEOUT``, ``EXPECT``
+(:func:`fuzzharness.repro.kit.expectation_of`), ``make_inputs()`` → ``{name: array}``,
+``reference(inputs)`` → ``{output: (float64 value, per-element bound)}`` and
+``compile_and_run(inputs, scheduled=True)`` → ``{output: array}`` (``scheduled=False``: the
+unscheduled program, for an order-preserving divergence).
 
 Exit status of a repro: 1 the bug reproduces, 0 fixed (a correct result, or TVM now refuses
 the schedule with a ScheduleError), 2 something else happened (a different error, a crash
@@ -19,24 +26,6 @@ def _poison(shape, dtype):
     if np.issubdtype(dtype, np.integer):
         return np.full(shape, np.iinfo(dtype).min, dtype=dtype)
     return np.full(shape, np.nan, dtype=dtype)
-
-
-def compile_and_run(x, scheduled=True):
-    _stage("schedule")
-    sch = s_tir.Schedule(main)
-    if scheduled:
-        schedule(sch)
-    _stage("compile")
-    with tvm.transform.PassContext(opt_level=3, config=PASS_CONFIG):
-        lib = tvm.compile(sch.mod, target=TARGET)
-    _stage("build")
-    kernel = lib["main"]  # the LLVM JIT compiles here
-    _stage("run")
-    args = [tvm.runtime.tensor(to_kernel(name, x[name])) for name in INPUTS]
-    outs = [tvm.runtime.tensor(_poison(kernel_shape(name, shape), dtype))
-            for name, (shape, dtype) in OUTPUTS.items()]
-    kernel(*args, *outs)
-    return {name: from_kernel(name, out.numpy()) for name, out in zip(OUTPUTS, outs)}
 
 
 def _child(path):
@@ -155,40 +144,4 @@ if __name__ == "__main__":
     print({1: "RESULT: the bug reproduces (exit 1)", 0: "RESULT: fixed (exit 0)",
            2: "RESULT: something else happened (exit 2)"}[status])
     sys.exit(status)
-'''
-
-IDENTITY_LAYOUTS = r'''
-# every parameter keeps its layout (no transform_layout of a parameter in the schedule)
-def to_kernel(name, array):
-    return array
-
-
-def from_kernel(name, array):
-    return array
-
-
-def kernel_shape(name, shape):
-    return shape
-'''
-
-RELAYOUT = r'''
-# transform_layout re-laid out some parameters: the kernel takes and returns them in the new
-# layout.  POSITION[name][i] is where element i (C order) of the original array lives in the
-# kernel's flattened array; the rest is padding, filled with PAD[name].
-def to_kernel(name, array):
-    if name not in POSITION:
-        return array
-    out = np.full(KERNEL_SHAPE[name], PAD[name], dtype=array.dtype)
-    out.reshape(-1)[np.asarray(POSITION[name])] = array.reshape(-1)
-    return out
-
-
-def from_kernel(name, array):
-    if name not in POSITION:
-        return array
-    return array.reshape(-1)[np.asarray(POSITION[name])].reshape(ORIGINAL_SHAPE[name])
-
-
-def kernel_shape(name, shape):
-    return KERNEL_SHAPE.get(name, shape)
 '''

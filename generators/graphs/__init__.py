@@ -7,7 +7,7 @@
 * :mod:`~fuzzharness.generators.graphs.program` — the Relax module (``relax.BlockBuilder``);
 * :mod:`~fuzzharness.generators.graphs.cases` — graph cases: inputs, compilation mode, per-function
   schedules;
-* :mod:`~fuzzharness.generators.graphs.minimize` — graph minimization; :mod:`~fuzzharness.generators.graphs.repro` —
+* :mod:`~fuzzharness.kinds.relax.minimize` — graph minimization; :mod:`~fuzzharness.kinds.relax.script` —
   Relax TVMScript repro scripts.
 
 Compilation and execution live in :mod:`fuzzharness.kinds.relax.run`.

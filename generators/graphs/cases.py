@@ -42,17 +42,12 @@ STEPS_PER_FUNCTION = 4
 
 
 def draw_graph_case(data: Any, settings) -> Case:
+    from fuzzharness.core.relax_pipeline import KNOWN_BUG_LAYOUTS, LAYOUTS, graph_target, runs_on_vm
     from fuzzharness.generators.cases import FLOAT_DISTRIBUTIONS
     from fuzzharness.generators.graphs.generate import draw_graph
     from fuzzharness.generators.graphs.reference import input_specs
     from fuzzharness.generators.inputs import EXACT_DISTRIBUTIONS
     from fuzzharness.generators.options import draw_options
-    from fuzzharness.kinds.relax.run import (
-        KNOWN_BUG_LAYOUTS,
-        LAYOUTS,
-        graph_target,
-        runs_on_vm,
-    )
 
     graph = draw_graph(data, settings.dtypes)
     specs = input_specs(graph)
@@ -97,11 +92,16 @@ def draw_graph_case(data: Any, settings) -> Case:
 
 def draw_function_schedules(graph, target, layout, source, data, settings):
     """``({function name: {"trace", "fingerprint"}}, [step dicts])`` for the fused PrimFuncs."""
+    from fuzzharness.core.relax_pipeline import (
+        fingerprint,
+        legalize,
+        param_signature,
+        prim_functions,
+    )
     from fuzzharness.core.tvm_support import trace_to_json
     from fuzzharness.generators.graphs.program import build_module
     from fuzzharness.generators.schedules import ScheduleOptions, random_schedule
     from fuzzharness.generators.schedules.metaschedule import metaschedule_schedule
-    from fuzzharness.kinds.relax.run import fingerprint, legalize, prim_functions, signature
 
     funcs = prim_functions(legalize(build_module(graph), target, layout))
     options = ScheduleOptions(max_steps=min(settings.max_steps, STEPS_PER_FUNCTION),
@@ -116,7 +116,7 @@ def draw_function_schedules(graph, target, layout, source, data, settings):
             sch, fsteps = metaschedule_schedule(func, data)
         else:
             sch, fsteps = random_schedule(func, data, options)
-        if signature(sch.mod["main"]) != signature(func):
+        if param_signature(sch.mod["main"]) != param_signature(func):
             # undone: the Relax caller passes every parameter in its original layout
             steps += [dict(s.to_dict(), function=name, outcome="dropped",
                            error="changes the function's signature")

@@ -37,8 +37,10 @@ import dataclasses
 import json
 from typing import Any
 
+from fuzzharness.core.kinds import RELAX_WORKLOAD
+
 Shape = tuple[int, ...]
-GRAPH_WORKLOAD = "graph"
+GRAPH_WORKLOAD = RELAX_WORKLOAD  # the workload name of a graph case (fuzzharness.core.kinds)
 DTYPES = ("float32", "float16")
 
 
@@ -223,7 +225,7 @@ def graph_primitives(case: dict[str, Any]) -> tuple[str, ...]:
     A minimized graph case drops operators and traces, so its set shrinks — which is what
     the minimizer's same-bug rule for wrong answers expects (a subset of the original's).
     """
-    from fuzzharness.engine.buckets import trace_primitives
+    from fuzzharness.core.traces import trace_primitives
 
     params = (case.get("workload") or {}).get("params") or {}
     names = {str(n.get("op")) for n in params.get("nodes") or [] if isinstance(n, dict)}

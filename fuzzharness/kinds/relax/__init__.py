@@ -1,0 +1,74 @@
+"""The Relax case kind: a whole Relax graph (``workload["name"] == "graph"``) through TVM's
+Relax pipeline, each fused PrimFunc re-scheduled by its own stored trace.
+
+Its stages are :mod:`fuzzharness.kinds.relax.run`; its minimizer passes edit the graph
+(:mod:`fuzzharness.kinds.relax.minimize`); its repro is the Relax module as TVMScript
+(:mod:`fuzzharness.kinds.relax.script`); its issue text names the operators and the
+compilation mode (:mod:`fuzzharness.kinds.relax.issue_text`).  The lowering-pass bisection
+probes single PrimFuncs, so it is not run for graphs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fuzzharness.core.case import Case
+from fuzzharness.core.kinds import CaseKind
+from fuzzharness.core.verdict import Verdict
+from fuzzharness.generators.graphs.spec import graph_primitives
+from fuzzharness.kinds.relax import issue_text, minimize, script
+from fuzzharness.kinds.relax.run import run_graph
+from fuzzharness.minimize import trace_edit
+
+
+class RelaxKind(CaseKind):
+    name = "relax"
+    tag = "[Relax]"
+    size_unit = "graph nodes + trace instructions"
+    no_schedule = "the default pipeline"
+
+    def run(self, execution, result) -> None:
+        run_graph(execution, result)
+
+    def bucket_primitives(self, case: dict[str, Any], status: str) -> tuple[str, ...]:
+        # the operators and every fused function's primitives: a wrong answer's bucket
+        # shrinks to a subset of them as the graph is minimized
+        return graph_primitives(case)
+
+    def size(self, case: Case) -> int:
+        nodes = len((case.params or {}).get("nodes") or [])
+        traces = minimize.function_traces(case).values()
+        return nodes + sum(trace_edit.length(t) for t in traces)
+
+    def minimize_schedule(self, case, first, stop, stage: str) -> Case:
+        return minimize.minimize_function_traces(case, first, stop)
+
+    def simplifications(self):
+        return [("graph", minimize.propose)]
+
+    def write_script(self, case: Case, verdict: Verdict, **kwargs: Any):
+        return script.write_script(case, verdict, **kwargs)
+
+    def describe(self, case: Case) -> str:
+        return issue_text.describe(case)
+
+    def issue_primitives(self, case: Case) -> list[str]:
+        ops = {str(n.get("op")) for n in case.params.get("nodes") or []}
+        return [p for p in graph_primitives(case.to_dict()) if p not in ops]
+
+    def error_title(self, verdict: Verdict, prims: str, where: str, msg: str,
+                    raised_in: str | None) -> str:
+        return f"[Bug] [Relax] Compiling a {where} fails: {msg}"
+
+    def expected_behaviour(self, case: Case, verdict: Verdict, exact: bool) -> str:
+        return issue_text.expected_behaviour(case, verdict, exact)
+
+    def program_excerpt(self, script_text: str, schedule_lines: list[str],
+                        failing_call: str | None) -> str:
+        return issue_text.program_excerpt(script_text)
+
+    def hints(self, case: Case, triage) -> list[str]:
+        return issue_text.hints(case)
+
+
+KIND = RelaxKind()

@@ -10,7 +10,7 @@ driver killed with SIGKILL loses only the cases in flight, which a resume runs a
 primary key on the case index makes a duplicate impossible.  The workers die with the driver
 (see :mod:`fuzzharness.engine.worker`).
 
-Reporting: failures are grouped into buckets (:mod:`fuzzharness.engine.buckets`) and each bucket is
+Reporting: failures are grouped into buckets (:mod:`fuzzharness.buckets.signatures`) and each bucket is
 matched against the known-bugs file.  :attr:`CampaignSummary.exit_code` is 0 when every TVM
 finding of the campaign is a known bug, 1 when there is a new one.  Harness errors are
 reported apart and never counted as TVM findings.
@@ -31,14 +31,15 @@ from pathlib import Path
 from typing import Any
 
 from fuzzharness.backends.rpc import ENV as RPC_ENV
+from fuzzharness.buckets.known_bugs import KnownBug, KnownBugs
+from fuzzharness.buckets.signatures import Signature, signature
+from fuzzharness.campaign import coverage
+from fuzzharness.campaign.db import ResultsDB
+from fuzzharness.campaign.progress import Progress
+from fuzzharness.campaign.settings import RESUMABLE, CampaignSettings, SettingsError
 from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_OK
 from fuzzharness.core.verdict import Status
-from fuzzharness.engine import coverage
-from fuzzharness.engine.buckets import KnownBug, KnownBugs, Signature, signature
-from fuzzharness.engine.db import ResultsDB
 from fuzzharness.engine.executor import ExecutorConfig, TaskResult, make_executor
-from fuzzharness.engine.progress import Progress
-from fuzzharness.engine.settings import RESUMABLE, CampaignSettings, SettingsError
 
 GRACE = 10.0  # seconds cases still running at the end of the time budget may take
 
@@ -108,7 +109,7 @@ class Campaign:
 
         ``overrides``: settings to change on resume (only :data:`RESUMABLE` keys).
         ``minimize_budget``: seconds to spend, after the cases, minimizing new buckets into
-        verified repros (0: do not); see :func:`fuzzharness.minimize.workflow.after_campaign`.
+        verified repros (0: do not); see :func:`fuzzharness.campaign.minimize_buckets.after_campaign`.
         Everything that can be wrong with the request is checked here, before any case
         runs and before anything is written to an existing database.
         """
@@ -225,7 +226,7 @@ class Campaign:
         summary.coverage = coverage.store(self.db.conn)
         self.db.close()
         if self.minimize_budget > 0 and summary.new_buckets:
-            from fuzzharness.minimize.workflow import after_campaign
+            from fuzzharness.campaign.minimize_buckets import after_campaign
 
             summary.minimized = after_campaign(self.out, self.minimize_budget,
                                                progress=self.show_progress)

@@ -40,7 +40,11 @@ from collections.abc import Callable
 from typing import Any
 
 from fuzzharness.core.case import Case
+from fuzzharness.core.relax_pipeline import fingerprint, graph_target, legalize, prim_functions
+from fuzzharness.generators.graphs.ops.base import elements
+from fuzzharness.generators.graphs.program import build_module
 from fuzzharness.generators.graphs.spec import Graph, InvalidGraph
+from fuzzharness.minimize.passes import ddmin_trace, greedy
 
 FirstInteresting = Callable[[list[Case]], "Case | None"]
 
@@ -56,16 +60,8 @@ PLAIN_ATTRS: dict[str, list[Any]] = {
 }
 
 
-def is_graph_case(case: Case) -> bool:
-    from fuzzharness.generators.graphs.spec import GRAPH_WORKLOAD
-
-    return case.workload_name == GRAPH_WORKLOAD
-
-
 def propose(case: Case) -> list[Case]:
     """Valid, simpler variants of a graph case, the biggest simplifications first."""
-    if not is_graph_case(case):
-        return []
     g = Graph.from_dict(case.params)
     try:
         shapes = g.shapes()
@@ -110,14 +106,11 @@ def minimize(case: Case, first_interesting: FirstInteresting,
     ``first_interesting(candidates)`` runs candidates (in order) and returns the first that
     still fails the same way, or None.  Candidates already tried are not proposed again.
     """
-    from fuzzharness.minimize.passes import greedy
-
     return greedy(case, propose, first_interesting, should_stop)
 
 
 # -- helpers ----------------------------------------------------------------------------------
 def _size(g: Graph) -> tuple[int, int, int]:
-    from fuzzharness.generators.graphs.ops.base import elements
 
     shapes = g.shapes()
     return (len(g.nodes), len(g.outputs), sum(elements(s) for s in shapes.values()))
@@ -153,14 +146,6 @@ def refresh_schedule(case: Case) -> Case:
         schedule["layout"] = None
     functions = schedule.get("functions") or {}
     if functions:
-        from fuzzharness.generators.graphs.program import build_module
-        from fuzzharness.kinds.relax.run import (
-            fingerprint,
-            graph_target,
-            legalize,
-            prim_functions,
-        )
-
         try:
             funcs = prim_functions(legalize(build_module(g), graph_target(case.target),
                                             schedule.get("layout")))
@@ -263,3 +248,18 @@ def with_function_trace(case: Case, name: str, trace: Any) -> Case:
     origin = {k: v for k, v in case.origin.items() if k not in ("choices", "steps")}
     origin.setdefault("minimized_from", case.origin.get("minimized_from") or case.id)
     return case.replace(schedule=schedule, origin=origin)
+
+
+def minimize_function_traces(case: Case, first_interesting: Callable[[list[Case]], Case | None],
+                             should_stop: Callable[[], bool]) -> Case:
+    """ddmin over each fused function's trace of a Relax graph case, one function at a time.
+
+    The same removals as :func:`minimize_trace` (an instruction with its dependents, then
+    dead lookups); a candidate that no longer replays is left to the worker, which calls it
+    ``schedule_rejected`` — not the same bug, so not kept.
+    """
+    for name in list(function_traces(case)):
+        case = ddmin_trace(case, lambda c, n=name: function_traces(c).get(n),
+                            lambda c, t, n=name: with_function_trace(c, n, t),
+                            first_interesting, should_stop)
+    return case

@@ -12,7 +12,7 @@ and makes the failing call.
 Arguments are spelled as TVM's ``Trace.as_python`` spells them: random variables by the
 names the trace gives them (``b0``, ``l3``), index maps as lambdas, plain values as
 literals.  Anything else (an arbitrary Python callable) cannot be written down:
-:class:`~fuzzharness.repro.script.NotReproducible`.
+:class:`~fuzzharness.kinds.tir.script.NotReproducible`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fuzzharness.core.case import Case
-from fuzzharness.repro.script import NotReproducible
+from fuzzharness.repro.kit import NotReproducible
 
 
 @dataclasses.dataclass

@@ -17,7 +17,7 @@ Tables::
             bucket)                   bucket: key of the failure's bucket (NULL: no failure)
     buckets(key PRIMARY KEY, symptom, stage, title, signature, first_seen, last_seen, count,
             example_idx, example_case_id)
-                                      one row per distinct failure (fuzzharness.engine.buckets);
+                                      one row per distinct failure (fuzzharness.buckets.signatures);
                                       example = the first case that fell into it
     repros(bucket PRIMARY KEY, case_id, case_json, signature, path, reproduced, runs,
            exit_code, output, original_length, length, minimize_seconds, minimize_runs,
@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from fuzzharness.core.verdict import Verdict
 
 if TYPE_CHECKING:
-    from fuzzharness.engine.buckets import Signature
+    from fuzzharness.buckets.signatures import Signature
 
 APPLICATION = "tvm-fuzzharness"
 SCHEMA_VERSION = 3
@@ -220,7 +220,7 @@ class ResultsDB:
 
     def _rebuild_buckets(self) -> None:
         """Recompute every result's bucket from its stored case and verdict (one transaction)."""
-        from fuzzharness.engine.buckets import signature
+        from fuzzharness.buckets.signatures import signature
 
         self.conn.execute("DELETE FROM buckets")
         self.conn.execute("UPDATE results SET bucket = NULL")
@@ -316,9 +316,9 @@ class ResultsDB:
     # -- buckets ----------------------------------------------------------------------------
     def buckets(self) -> list[dict[str, Any]]:
         """Every bucket, most frequent first: key, symptom, stage, title, signature
-        (:class:`~fuzzharness.engine.buckets.Signature`), first_seen, last_seen, count, example_idx
+        (:class:`~fuzzharness.buckets.signatures.Signature`), first_seen, last_seen, count, example_idx
         (the lowest campaign index in the bucket), example_case_id."""
-        from fuzzharness.engine.buckets import Signature
+        from fuzzharness.buckets.signatures import Signature
 
         cur = self.conn.execute(
             "SELECT key, symptom, stage, title, signature, first_seen, last_seen, count, "

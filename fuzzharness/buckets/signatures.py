@@ -12,8 +12,11 @@ driver, by the minimizer on a shrunk case, by anyone — without TVM:
 ``site``        where in TVM the exception was thrown (C++ file:function, see
                 :func:`fuzzharness.execution.facts.throw_site`)
 ``workload``    the workload name; ``dtype`` its dtype label
-``primitives``  the schedule primitives the stored trace applies (sorted, from TVM's own
-                trace instruction kinds, so a shrunk case gets its own, smaller set)
+``primitives``  the schedule primitives the case applies, as its kind lists them
+                (:meth:`fuzzharness.core.kinds.CaseKind.bucket_primitives`: a TIR case's
+                trace instruction kinds, sorted, so a shrunk case gets its own, smaller set —
+                none for a reference mismatch, where the schedule is not to blame; a Relax
+                case's operators and per-function primitives)
 ``facts``       facts about the scheduled loop nest of a wrong answer (e.g.
                 ``loop_mixes_spatial_and_reduction``)
 
@@ -32,11 +35,6 @@ land in one bucket:
 Normalisation strips what varies between instances of one bug: numbers, hex addresses,
 file paths and line numbers, dtype widths, quoted names and generated loop/buffer names
 (``i_j_fused_0``, ``ax0``, ``A_shared``).
-
-**Known bugs** (:class:`KnownBugs`): a TOML file of ``[[bug]]`` entries, each with an upstream
-link (or "not yet reported") and a ``[bug.match]`` table of patterns over signature fields;
-a bucket whose signature matches an entry is *known*, anything else is *new*.  The packaged
-file is ``fuzzharness/known_bugs.toml``; its header documents the format.
 """
 
 from __future__ import annotations
@@ -45,12 +43,10 @@ import dataclasses
 import hashlib
 import json
 import re
-import tomllib
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
-from fuzzharness.core.verdict import FINDINGS, Stage, Status, Verdict
+from fuzzharness.core.kinds import kind_of
+from fuzzharness.core.verdict import FINDINGS, Status, Verdict
 
 #: statuses that get a bucket: TVM findings, and harness errors (reported apart, never as TVM's)
 BUCKETED = frozenset(FINDINGS | {Status.HARNESS_ERROR})
@@ -117,42 +113,6 @@ def normalize_message(message: str) -> str:
     for rx, repl in _SUBSTITUTIONS:
         text = rx.sub(repl, text)
     return text.strip().rstrip(":").strip()[:MAX_DETAIL]
-
-
-# -- primitives from a trace ----------------------------------------------------------------
-#: trace instructions that only look things up or sample (their effect is in later steps)
-_QUERY_PREFIXES = ("Get", "Sample")
-_QUERY_KINDS = frozenset({"EnterPostproc"})
-#: annotations that are how a primitive is spelled in the trace
-ANNOTATION_PRIMITIVES = {
-    "pragma_auto_unroll_max_step": "unroll",
-    "pragma_unroll_explicit": "unroll",
-    "software_pipeline_stage": "software_pipeline",
-    "software_pipeline_order": "software_pipeline",
-    "double_buffer_scope": "double_buffer",
-}
-_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
-# instruction kinds whose snake_case is not the Schedule method's name
-_KIND_METHODS = {"RFactor": "rfactor", "ReIndex": "reindex", "UnsafeSetDType": "unsafe_set_dtype"}
-
-
-def trace_primitives(trace: Any) -> tuple[str, ...]:
-    """Sorted primitive names applied by a stored trace (TVM ``Trace.as_json()`` data)."""
-    if not trace or not isinstance(trace, list | tuple) or not trace[0]:
-        return ()
-    names: set[str] = set()
-    for inst in trace[0]:
-        if not isinstance(inst, list | tuple) or not inst or not isinstance(inst[0], str):
-            continue
-        kind = inst[0]
-        if kind.startswith(_QUERY_PREFIXES) or kind in _QUERY_KINDS:
-            continue
-        if kind == "Annotate":
-            attrs = inst[2] if len(inst) > 2 and isinstance(inst[2], list | tuple) else []
-            names.add(ANNOTATION_PRIMITIVES.get(str(attrs[0]) if attrs else "", "annotate"))
-        else:
-            names.add(_KIND_METHODS.get(kind) or _CAMEL.sub("_", kind).lower())
-    return tuple(sorted(names))
 
 
 # -- signatures -----------------------------------------------------------------------------
@@ -244,11 +204,7 @@ def signature(case: dict[str, Any] | None, verdict: Verdict) -> Signature | None
         detail = normalize_message(d["fatal"])
     if kind == "out_of_memory" and verdict.status is Status.HARNESS_ERROR:
         detail = ""  # which harness allocation failed is noise; the stage says enough
-    primitives = _primitives(case)
-    if verdict.status is Status.REFERENCE_MISMATCH and workload.get("name") != "graph":
-        # TVM's build of the *unscheduled* program disagrees with the reference: the
-        # schedule the case also carried has nothing to do with it
-        primitives = ()
+    primitives = kind_of(case).bucket_primitives(case, verdict.status.value)
     return Signature(
         symptom=verdict.status.value,
         stage=verdict.stage.value,
@@ -260,152 +216,3 @@ def signature(case: dict[str, Any] | None, verdict: Verdict) -> Signature | None
         primitives=primitives,
         facts=tuple(sorted(d.get("facts") or ())),
     )
-
-
-def _primitives(case: dict[str, Any]) -> tuple[str, ...]:
-    """The trace's primitives; for a graph case its operators and per-function schedules
-    (:func:`fuzzharness.generators.graphs.spec.graph_primitives`)."""
-    if (case.get("workload") or {}).get("name") == "graph":
-        from fuzzharness.generators.graphs.spec import graph_primitives
-
-        return graph_primitives(case)
-    return trace_primitives((case.get("schedule") or {}).get("trace"))
-
-
-# -- known bugs -----------------------------------------------------------------------------
-class KnownBugsError(ValueError):
-    """A known-bugs file that cannot be used (user-facing, one line)."""
-
-
-_MATCH_KEYS = {"symptom", "kind", "stage", "detail", "site", "workloads", "dtypes",
-               "primitives", "facts", "tvm"}
-_BUG_KEYS = {"id", "title", "link", "status", "notes", "match"}
-
-
-@dataclasses.dataclass(frozen=True)
-class KnownBug:
-    id: str
-    title: str
-    link: str
-    status: str
-    match: dict[str, Any]
-    notes: str = ""
-
-    def matches(self, sig: Signature, tvm_version: str | None = None) -> bool:
-        m = self.match
-        if m["symptom"] != sig.symptom:
-            return False
-        for key in ("kind", "stage"):
-            if key in m and m[key] != getattr(sig, key):
-                return False
-        for key in ("detail", "site"):
-            if key in m and not re.search(m[key], getattr(sig, key)):
-                return False
-        if "workloads" in m and sig.workload not in m["workloads"]:
-            return False
-        if "dtypes" in m and sig.dtype not in m["dtypes"]:
-            return False
-        if "primitives" in m and not set(m["primitives"]) <= set(sig.primitives):
-            return False
-        if "facts" in m and not set(m["facts"]) <= set(sig.facts):
-            return False
-        if "tvm" in m and tvm_version is not None and not tvm_version.startswith(m["tvm"]):
-            return False
-        return True
-
-    def label(self) -> str:
-        return f"{self.id} ({self.link or self.status})"
-
-
-def default_known_bugs_path() -> Path:
-    return Path(str(resources.files("fuzzharness") / "known_bugs.toml"))
-
-
-@dataclasses.dataclass
-class KnownBugs:
-    bugs: list[KnownBug]
-    source: str = ""
-
-    @classmethod
-    def load(cls, path: str | Path | None = None) -> KnownBugs:
-        """Read and validate a known-bugs file (None: the packaged one)."""
-        p = Path(path) if path is not None else default_known_bugs_path()
-        try:
-            with open(p, "rb") as f:
-                doc = tomllib.load(f)
-        except OSError as e:
-            raise KnownBugsError(f"cannot read known-bugs file {p}: {e.strerror}") from None
-        except tomllib.TOMLDecodeError as e:
-            raise KnownBugsError(f"malformed TOML in known-bugs file {p}: {e}") from None
-        return cls.from_doc(doc, str(p))
-
-    @classmethod
-    def from_doc(cls, doc: dict[str, Any], source: str = "") -> KnownBugs:
-        where = source or "known bugs"
-        unknown = set(doc) - {"bug", "format"}
-        if unknown:
-            raise KnownBugsError(f"{where}: unknown top-level key(s) {', '.join(sorted(unknown))}")
-        bugs: list[KnownBug] = []
-        seen: set[str] = set()
-        entries = doc.get("bug", [])
-        if not isinstance(entries, list):
-            raise KnownBugsError(f"{where}: 'bug' must be an array of tables ([[bug]])")
-        for n, entry in enumerate(entries, 1):
-            bugs.append(_parse_bug(entry, f"{where}: bug #{n}", seen))
-        return cls(bugs, source)
-
-    def match(self, sig: Signature, tvm_version: str | None = None) -> KnownBug | None:
-        for bug in self.bugs:
-            if bug.matches(sig, tvm_version):
-                return bug
-        return None
-
-    def __len__(self) -> int:
-        return len(self.bugs)
-
-
-def _parse_bug(entry: Any, where: str, seen: set[str]) -> KnownBug:
-    if not isinstance(entry, dict):
-        raise KnownBugsError(f"{where}: not a table")
-    unknown = set(entry) - _BUG_KEYS
-    if unknown:
-        raise KnownBugsError(f"{where}: unknown key(s) {', '.join(sorted(unknown))} "
-                             f"(known: {', '.join(sorted(_BUG_KEYS))})")
-    for key in ("id", "title"):
-        if not isinstance(entry.get(key), str) or not entry[key]:
-            raise KnownBugsError(f"{where}: '{key}' must be a non-empty string")
-    bid = entry["id"]
-    where = f"{where} ({bid})"
-    if bid in seen:
-        raise KnownBugsError(f"{where}: duplicate id")
-    seen.add(bid)
-    link = entry.get("link", "")
-    if not isinstance(link, str) or (link and not link.startswith(("http://", "https://"))):
-        raise KnownBugsError(f"{where}: 'link' must be a URL or \"\"")
-    status = entry.get("status", "reported" if link else "not yet reported")
-    match = entry.get("match")
-    if not isinstance(match, dict) or not match:
-        raise KnownBugsError(f"{where}: needs a [bug.match] table")
-    unknown = set(match) - _MATCH_KEYS
-    if unknown:
-        raise KnownBugsError(f"{where}: unknown match key(s) {', '.join(sorted(unknown))} "
-                             f"(known: {', '.join(sorted(_MATCH_KEYS))})")
-    if match.get("symptom") not in {s.value for s in BUCKETED}:
-        raise KnownBugsError(f"{where}: match.symptom must be one of "
-                             f"{', '.join(sorted(s.value for s in BUCKETED))}")
-    if "stage" in match and match["stage"] not in {s.value for s in Stage}:
-        raise KnownBugsError(f"{where}: unknown stage {match['stage']!r}")
-    for key in ("detail", "site"):
-        if key in match:
-            try:
-                re.compile(match[key])
-            except (re.error, TypeError) as e:
-                raise KnownBugsError(f"{where}: match.{key} is not a regular expression ({e})") from None
-    for key in ("workloads", "dtypes", "primitives", "facts"):
-        if key in match and not (isinstance(match[key], list)
-                                 and all(isinstance(x, str) for x in match[key])):
-            raise KnownBugsError(f"{where}: match.{key} must be a list of strings")
-    for key in ("kind", "tvm"):
-        if key in match and not isinstance(match[key], str):
-            raise KnownBugsError(f"{where}: match.{key} must be a string")
-    return KnownBug(bid, entry["title"], link, str(status), dict(match), str(entry.get("notes", "")))

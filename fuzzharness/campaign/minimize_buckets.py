@@ -20,55 +20,18 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fuzzharness.buckets.known_bugs import KnownBugs
+from fuzzharness.buckets.signatures import Signature, signature
 from fuzzharness.core.case import Case
 from fuzzharness.core.verdict import Status, Verdict
-from fuzzharness.engine.buckets import KnownBugs, Signature, signature
 from fuzzharness.minimize.minimizer import DEFAULT_BUDGET, MinimizeResult, minimize
+from fuzzharness.minimize.report import REPROS_DIR, BucketRepro, say_to_stderr
 
 MIN_SHARE = 30.0  # seconds: below this a minimization rarely gets anywhere
 REPRO_OVERHEAD = 25.0  # seconds set aside per bucket for writing, verifying and triage
-REPROS_DIR = "repros"
-
-
-@dataclasses.dataclass
-class BucketRepro:
-    key: str
-    title: str
-    count: int
-    status: str  # reproduced | not reproduced | did not reproduce at start | skipped (budget) | failed
-    dir: Path | None = None
-    original_length: int = -1
-    length: int = -1
-    seconds: float = 0.0
-    runs: int = 0
-    note: str = ""
-    issue_title: str = ""
-    unit: str = "trace instructions"  # what original_length / length count
-
-    @property
-    def reproduced(self) -> bool:
-        return self.status == "reproduced"
-
-    def line(self) -> str:
-        label = "trace" if self.unit == "trace instructions" else f"size ({self.unit})"
-        trace = (f"{label} {self.original_length} → {self.length}"
-                 if self.original_length >= 0 and self.length >= 0 else "")
-        where = f"  {self.dir}" if self.dir and self.reproduced else ""
-        extra = ", ".join(x for x in (trace, f"{self.seconds:.0f} s" if self.seconds else "",
-                                      self.note) if x)
-        return f"  {self.status:<22} {self.key}  {self.title[:90]}" + (
-            f"\n        {extra}" if extra else "") + where
-
-
-def _say(enabled: bool) -> Callable[[str], None]:
-    def say(msg: str) -> None:
-        if enabled:
-            print(f"  minimize: {msg}", file=sys.stderr, flush=True)
-    return say
 
 
 def select_buckets(db, known: KnownBugs, tvm_version: str | None, which: str,
@@ -99,8 +62,8 @@ def minimize_campaign(out: str | Path, *, which: str = "new", keys: list[str] | 
     there must not reach the campaign database — only this process writes it, and it runs
     no TVM code.
     """
-    from fuzzharness.engine.db import ResultsDB
-    from fuzzharness.engine.settings import CampaignSettings
+    from fuzzharness.campaign.db import ResultsDB
+    from fuzzharness.campaign.settings import CampaignSettings
 
     start = time.monotonic()
     out = Path(out)
@@ -135,7 +98,7 @@ def minimize_campaign(out: str | Path, *, which: str = "new", keys: list[str] | 
                 continue
             fair = left / (len(todo) - n) - REPRO_OVERHEAD
             share = min(per_bucket, max(MIN_SHARE, fair), max(5.0, left - REPRO_OVERHEAD))
-        _say(progress)(f"bucket {b['key']} ({n + 1}/{len(todo)}, {share:.0f} s): {b['title'][:80]}")
+        say_to_stderr(progress)(f"bucket {b['key']} ({n + 1}/{len(todo)}, {share:.0f} s): {b['title'][:80]}")
         job = {
             "out": str(out), "key": b["key"], "title": b["title"], "count": b["count"],
             "target": b["signature"].to_dict(), "example": examples[b["key"]],
@@ -167,7 +130,7 @@ def _run_job(job: dict[str, Any], budget: float) -> tuple[BucketRepro, dict[str,
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "job.json"
         path.write_text(json.dumps(job))
-        cmd = [sys.executable, "-m", "fuzzharness.minimize.workflow", str(path)]
+        cmd = [sys.executable, "-m", "fuzzharness.campaign.minimize_buckets", str(path)]
         try:
             p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True,
                                timeout=budget + JOB_SLACK)
@@ -189,11 +152,11 @@ def _run_job(job: dict[str, Any], budget: float) -> tuple[BucketRepro, dict[str,
 
 def bucket_job(job: dict[str, Any]) -> tuple[BucketRepro, dict[str, Any] | None]:
     """Minimize one bucket and write its repro (in a child process; see above)."""
-    from fuzzharness.engine.settings import CampaignSettings
+    from fuzzharness.campaign.settings import CampaignSettings
 
     settings = CampaignSettings.from_dict(job["settings"])
     target = Signature.from_dict(job["target"])
-    say = _say(job["progress"])
+    say = say_to_stderr(job["progress"])
     res = BucketRepro(job["key"], job["title"], job["count"], "failed")
     try:
         case, verdict, choices = _example(job["example"], job["seed"], settings)
@@ -240,8 +203,8 @@ def _write(out: Path, key: str, m: MinimizeResult, settings, versions, verify_ti
     failing_call = None
     case, verdict = m.case, m.verdict
     if case is None and m.choices is not None:  # a failure while drawing the schedule
-        from fuzzharness.repro.generation_failure import as_case, capture
-        from fuzzharness.repro.script import NotReproducible
+        from fuzzharness.kinds.tir.generation_failure import as_case, capture
+        from fuzzharness.repro.kit import NotReproducible
 
         try:
             call = capture(m.choices, settings.generation)
@@ -265,27 +228,6 @@ def _write(out: Path, key: str, m: MinimizeResult, settings, versions, verify_ti
     if not outcome.reproduced:
         res.note = outcome.problem
     return res, outcome.record
-
-
-def format_report(results: list[BucketRepro], *, total_budget: float | None = None,
-                  seconds: float | None = None) -> str:
-    if not results:
-        return "minimize: no new failure buckets"
-    ok = sum(r.reproduced for r in results)
-    tried = sum(r.status != "skipped (budget)" for r in results)
-    head = (f"minimize: {len(results)} bucket{'s' if len(results) != 1 else ''}, {tried} "
-            f"minimized, {ok} verified repro{'s' if ok != 1 else ''}")
-    if seconds is not None:
-        head += f" in {seconds:.0f} s"
-    if total_budget is not None:
-        head += f" (time cap {total_budget:g} s; --minimize-budget)"
-    lines = [head]
-    lines += [r.line() for r in results]
-    skipped = [r for r in results if r.status == "skipped (budget)"]
-    if skipped:
-        lines.append(f"  {len(skipped)} bucket(s) not minimized within the time cap: "
-                     "run `fuzzharness minimize DIR` to do them")
-    return "\n".join(lines)
 
 
 def after_campaign(out: str | Path, total_budget: float, *, progress: bool = True) -> str:
@@ -314,10 +256,10 @@ def after_campaign(out: str | Path, total_budget: float, *, progress: bool = Tru
 
 
 def _job_main(argv: list[str]) -> int:
-    """``python -m fuzzharness.minimize.workflow JOB.json``: writes result.json beside it."""
+    """``python -m fuzzharness.campaign.minimize_buckets JOB.json``: writes result.json beside it."""
     import json
 
-    from fuzzharness.engine.tasks import load_plugins
+    from fuzzharness.core.plugins import load_plugins
 
     load_plugins()
     path = Path(argv[0])

@@ -98,11 +98,10 @@ class CampaignSettings:
         if self.memory_mb < 0 or 0 < self.memory_mb < MIN_MEMORY_MB:
             raise SettingsError(f"memory_mb must be 0 (no limit) or ≥ {MIN_MEMORY_MB} "
                                 "(a worker needs ~300 MB to import TVM and compile)")
-        from fuzzharness.engine.executor import executors, register_builtin
+        from fuzzharness.engine.executor import executors
 
-        register_builtin()
         try:
-            executors[self.executor]
+            executors.check([self.executor])
             self.generation.validate()
         except (KeyError, ValueError) as e:
             raise SettingsError(str(e)) from None

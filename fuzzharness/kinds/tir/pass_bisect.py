@@ -14,7 +14,7 @@ Two probes, both on the minimized case, with TVM's own ``PassContext``:
   required pass is at fault): the hint says so, and the issue shows the scheduled TIR.
 
 Disabling a pass can itself crash TVM, so the attempts run in a child process
-(``python -m fuzzharness.repro.pass_bisect``) that reports one JSON line per pass; when it dies,
+(``python -m fuzzharness.kinds.tir.pass_bisect``) that reports one JSON line per pass; when it dies,
 the attempt is recorded as a crash and a fresh child continues with the next pass.
 """
 
@@ -69,7 +69,7 @@ class _Probe:
 
     def __init__(self, case: Case, pattern: str | None):
         from fuzzharness.core.tvm_support import replay_trace
-        from fuzzharness.repro.reference import expectation
+        from fuzzharness.kinds.tir.reference import expectation
 
         self.case = case
         self.pattern = pattern
@@ -149,7 +149,7 @@ def _np(dtype: str):
 
 
 def child_main(argv: list[str]) -> int:
-    """``python -m fuzzharness.repro.pass_bisect CASE.json PATTERN START``: one JSON line per
+    """``python -m fuzzharness.kinds.tir.pass_bisect CASE.json PATTERN START``: one JSON line per
     attempt: first the unmodified pipeline ("base"), then each pass from index START."""
     case = Case.from_json(Path(argv[0]).read_text())
     pattern = argv[1] or None
@@ -169,7 +169,7 @@ def child_main(argv: list[str]) -> int:
 
 # -- the parent ----------------------------------------------------------------------------------
 def _run_child(case_path: Path, pattern: str, start: int, timeout: float) -> tuple[list[dict], int]:
-    cmd = [sys.executable, "-m", "fuzzharness.repro.pass_bisect", str(case_path), pattern, str(start)]
+    cmd = [sys.executable, "-m", "fuzzharness.kinds.tir.pass_bisect", str(case_path), pattern, str(start)]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=max(1.0, timeout))
         out, rc = p.stdout, p.returncode
@@ -250,7 +250,7 @@ def _dumps(path: Path, case: Case, name: str, budget: float) -> dict[str, str]:
     path.write_text(case.to_json())
     cmd = [sys.executable, "-c",
            "import json,sys\nfrom pathlib import Path\nfrom fuzzharness.core.case import Case\n"
-           "from fuzzharness.repro.pass_bisect import _Probe\n"
+           "from fuzzharness.kinds.tir.pass_bisect import _Probe\n"
            "p = _Probe(Case.from_json(Path(sys.argv[1]).read_text()), None)\n"
            "print(json.dumps(p.attempt([], watch=sys.argv[2])['ir']))", str(path), name]
     try:
@@ -265,7 +265,7 @@ def _dumps(path: Path, case: Case, name: str, budget: float) -> dict[str, str]:
 def _scheduled(case: Case) -> str:
     try:
         from fuzzharness.core.tvm_support import replay_trace
-        from fuzzharness.repro.reference import expectation
+        from fuzzharness.kinds.tir.reference import expectation
 
         return _script(replay_trace(expectation(case).func, case.trace).mod["main"])
     except Exception:  # noqa: BLE001 - a hint, never a failure

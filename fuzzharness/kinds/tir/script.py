@@ -5,7 +5,7 @@ target, date, harness version, bucket signature, how to read the exit status); t
 and PassContext configuration; the unscheduled program as TVMScript; the schedule as plain
 ``sch.<primitive>(...)`` calls (TVM's ``Trace.as_python``); the inputs (literal or packed
 arrays, or regenerated from the seed with numpy); the float64 reference and the error bound
-(:mod:`fuzzharness.repro.reference`); and the fixed runner (:mod:`fuzzharness.repro.template`)
+(:mod:`fuzzharness.kinds.tir.reference`); and the fixed runner (:mod:`fuzzharness.repro.template`)
 that compiles and runs in a child process and judges in the parent.
 
 Nothing of this harness is imported by the script.  Every generated part is checked here
@@ -17,80 +17,27 @@ bit, the reference function the harness's reference and bounds.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import json
-import re
 from typing import Any
 
 import numpy as np
 
+from fuzzharness.buckets.signatures import Signature
 from fuzzharness.core.case import Case
 from fuzzharness.core.verdict import Status, Verdict
-from fuzzharness.engine.buckets import Signature, salient_line
+from fuzzharness.kinds.tir import template as tir_template
+from fuzzharness.kinds.tir.reference import Expectation, expectation, reference_source
 from fuzzharness.repro import arrays, template
-from fuzzharness.repro.reference import Expectation, expectation, reference_source
-
-DEFAULT_CHILD_TIMEOUT = 300  # seconds; a hang bucket uses the harness's own timeout
-#: the harness's stages → the script's (tvm.compile lowers and generates code in one call)
-SCRIPT_STAGES = {"lower": "compile", "codegen": "compile", "build": "build", "run": "run",
-                 "schedule": "schedule", "verify": "run"}
-
-
-class NotReproducible(Exception):
-    """This case cannot be written as a standalone script (the reason says why)."""
-
-
-@dataclasses.dataclass
-class Script:
-    text: str
-    expect: dict[str, Any]
-    notes: list[str]  # what the script embeds rather than computes, and why
-    schedule_lines: list[str]  # the sch.<primitive>(...) calls (for the issue text)
-
-
-# -- the expected failure ------------------------------------------------------------------------
-_VARIABLE = re.compile(r"0x[0-9a-fA-F]+|\d+")
-
-
-def error_pattern(message: str) -> str:
-    """A regular expression matching ``message``'s identifying line in any run: numbers and
-    addresses (which vary between runs and instances) match any number or address."""
-    line = salient_line(message).strip()
-    parts, last = [], 0
-    for m in _VARIABLE.finditer(line):
-        parts.append(re.escape(line[last:m.start()]))
-        parts.append(r"0x[0-9a-fA-F]+" if m.group().startswith("0x") else r"\d+")
-        last = m.end()
-    parts.append(re.escape(line[last:]))
-    return "".join(parts).strip()
-
-
-def expectation_of(case: Case, verdict: Verdict, timeout: float | None) -> dict[str, Any]:
-    d = verdict.details or {}
-    exp: dict[str, Any] = {"symptom": verdict.status.value, "stage": verdict.stage.value,
-                           "compare": "reference"}
-    if verdict.status is Status.ORDER_PRESERVING_DIVERGENCE:
-        exp["compare"] = "unscheduled"
-        exp["summary"] = "output bits that differ from the unscheduled program's"
-    elif verdict.status in (Status.WRONG_RESULT, Status.NAN_INF):
-        exp["summary"] = ("an output element farther from the float64 reference than its "
-                          "error bound" if verdict.status is Status.WRONG_RESULT
-                          else "nan/inf where the float64 reference is finite")
-    elif verdict.status is Status.CRASH and d.get("kind") == "signal":
-        exp["signal"] = d.get("signal")
-        exp["summary"] = f"the process killed by {d.get('signal')} in stage {verdict.stage.value}"
-    elif verdict.status is Status.TIMEOUT:
-        exp["summary"] = f"no result within {timeout:g} s (stage {verdict.stage.value})"
-    elif verdict.message:
-        exp["error"] = error_pattern(verdict.message)  # numbers and addresses may vary
-        when = SCRIPT_STAGES.get(verdict.stage.value, verdict.stage.value)
-        exp["summary"] = (f"an error in stage {when} (the harness's {verdict.stage.value}): "
-                          f"{salient_line(verdict.message)[:160]}")
-    else:
-        raise NotReproducible(f"a {verdict.status.value} without a message or signal "
-                              "cannot be checked by a script")
-    return exp
+from fuzzharness.repro.kit import (
+    DEFAULT_CHILD_TIMEOUT,
+    NotReproducible,
+    Script,
+    expectation_of,
+    header,
+    py_literal,
+    schedule_calls,
+)
 
 
 # -- sections ------------------------------------------------------------------------------------
@@ -98,7 +45,7 @@ def schedule_source(case: Case, func, failing_call: str | None = None) -> tuple[
     """(``def schedule(sch)`` source, the call lines, notes).
 
     ``failing_call``: a last ``sch.<primitive>(...)`` line, the call that raises (a failure
-    while the schedule was drawn, :mod:`fuzzharness.repro.generation_failure`).
+    while the schedule was drawn, :mod:`fuzzharness.kinds.tir.generation_failure`).
     """
     text, lines, notes = _trace_source(case, func)
     if failing_call is None:
@@ -110,24 +57,12 @@ def schedule_source(case: Case, func, failing_call: str | None = None) -> tuple[
 
 
 def _trace_source(case: Case, func) -> tuple[str, list[str], list[str]]:
-    import tvm
-    from tvm import s_tir
-
-    from fuzzharness.core.tvm_support import replay_trace, structural_equal
-
     if not case.trace or not case.trace[0]:
         return ("def schedule(sch):\n    pass  # no schedule: the program as written\n", [], [])
-    sch = replay_trace(func, case.trace)
-    try:
-        lines = [str(ln) for ln in sch.trace.as_python()]
-        check = s_tir.Schedule(func)
-        exec("\n".join(lines), {"sch": check, "T": tvm.script.tirx, "tvm": tvm})  # noqa: S102
-        if structural_equal(check.mod, sch.mod):
-            body = "\n".join("    " + ln for ln in lines)
-            return f"def schedule(sch):\n{body}\n", lines, []
-        why = "its Python form builds a different module"
-    except Exception as e:  # noqa: BLE001 - e.g. DecomposePadding cannot be printed
-        why = f"Trace.as_python failed ({type(e).__name__}: {str(e).splitlines()[0][:120]})"
+    lines, why = schedule_calls(func, case.trace)
+    if lines is not None:
+        body = "\n".join("    " + ln for ln in lines)
+        return f"def schedule(sch):\n{body}\n", lines, []
     text = json.dumps(case.trace)
     return (f"TRACE_JSON = json.loads({text!r})\n\n\ndef schedule(sch):\n"
             f"    # {why}: the trace is applied with TVM's own trace API\n"
@@ -218,14 +153,14 @@ def _run_lines(lines: list[str], name: str, want: np.ndarray) -> bool:
 
 def layouts_source(e: Expectation) -> str:
     if not e.layouts:
-        return template.IDENTITY_LAYOUTS
+        return tir_template.IDENTITY_LAYOUTS
     position, kshape, pad, shape = {}, {}, {}, {}
     for name, layout in e.layouts.items():
         ks = tuple(int(s) for s in layout.kernel_shape())
         position[name] = np.ravel_multi_index(layout.coordinates(), ks).astype(np.int64).tolist()
         kshape[name], pad[name], shape[name] = ks, float(layout.pad_value), tuple(layout.shape)
     return (f"POSITION = {position!r}\nKERNEL_SHAPE = {kshape!r}\nPAD = {pad!r}\n"
-            f"ORIGINAL_SHAPE = {shape!r}\n" + template.RELAYOUT)
+            f"ORIGINAL_SHAPE = {shape!r}\n" + tir_template.RELAYOUT)
 
 
 # -- the whole script ----------------------------------------------------------------------------
@@ -241,7 +176,7 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str, signature: Signat
     e = expectation(case)
     if verdict.status is Status.TIMEOUT:
         timeout = float(verdict.details.get("timeout_s") or timeout or 60)
-    expect = expectation_of(case, verdict, timeout)
+    expect = expectation_of(verdict, timeout)
     child_timeout = int(round(timeout)) if verdict.status is Status.TIMEOUT and timeout else DEFAULT_CHILD_TIMEOUT
     sched_text, sched_lines, notes = schedule_source(case, e.func, failing_call)
     inputs_text, in_notes = inputs_source(case, e)
@@ -257,10 +192,10 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str, signature: Signat
         "import json\nimport os\nimport re\nimport signal\nimport subprocess\nimport sys\n"
         "import tempfile\n\n" + ("import ml_dtypes\n" if needs_ml else "") +
         "import numpy as np\nimport tvm\nfrom tvm import s_tir\nfrom tvm.script import tirx as T\n",
-        f"TARGET = {_py(case.target)}\nPASS_CONFIG = {_py(case.pass_config)}\n"
+        f"TARGET = {py_literal(case.target)}\nPASS_CONFIG = {py_literal(case.pass_config)}\n"
         f"TIMEOUT = {child_timeout}  # seconds for the child process\n"
         f"# what tvm-fuzzharness saw: {verdict.line()[:200]}\n"
-        f"EXPECT = {_py(expect)}\n",
+        f"EXPECT = {py_literal(expect)}\n",
         "# -- the program, unscheduled " + "-" * 62 + "\n" + e.source,
         "# -- the schedule " + "-" * 73 + "\n" + sched_text,
         "# -- inputs and the float64 reference " + "-" * 52 + "\n"
@@ -271,6 +206,7 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str, signature: Signat
     ]
     if any("_unpack(" in p for p in (inputs_text, ref_text)):
         parts.append(arrays.UNPACK_HELPER.strip("\n") + "\n")
+    parts.append(tir_template.COMPILE.strip("\n") + "\n")
     parts.append(template.RUNNER.strip("\n") + "\n")
     text = "\n\n".join(p.rstrip("\n") + "\n" for p in parts)
     return Script(text, expect, notes, sched_lines)
@@ -282,17 +218,9 @@ def _np_dtype_name(dtype: str) -> str:
     return numpy_dtype(dtype).name
 
 
-def _py(obj: Any) -> str:
-    """A Python literal for plain JSON data (True/False/None spelled the Python way)."""
-    return repr(json.loads(json.dumps(obj)))
-
-
 def _header(case, verdict, bucket, signature, versions, when, title, expect, first_seen) -> str:
     sig_title = signature.title() if signature is not None else ""
-    lines = [
-        "#!/usr/bin/env python3",
-        '"""' + (title or "TVM bug reproducer"),
-        "",
+    return header(title or "TVM bug reproducer", [
         f"Bucket  {bucket}" + (f", first seen as {first_seen}" if first_seen and first_seen != sig_title else ""),
         f"        this case: {sig_title}",
         f"TVM {versions.get('tvm')} · tvm-ffi {versions.get('tvm_ffi')} · LLVM {versions.get('llvm')}"
@@ -301,12 +229,4 @@ def _header(case, verdict, bucket, signature, versions, when, title, expect, fir
         f"Written {when} by tvm-fuzzharness {versions.get('harness')} (case {case.id}"
         + (f", minimized from {case.origin['minimized_from']}" if case.origin.get("minimized_from") else "")
         + ")",
-        f"Expects {expect['summary']}",
-        "",
-        "Needs only tvm and numpy:  python repro.py",
-        "Exit status: 1 = the bug reproduces, 0 = fixed (a correct result, or TVM now refuses the",
-        "schedule with a ScheduleError), 2 = something else happened.  Compiling and running",
-        "happen in a child process, so a crash of TVM is reported rather than fatal.",
-        '"""',
-    ]
-    return "\n".join(lines) + "\n"
+    ], expect)

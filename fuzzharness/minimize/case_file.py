@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fuzzharness.buckets.signatures import signature
 from fuzzharness.core.case import Case
 from fuzzharness.core.verdict import Verdict
-from fuzzharness.engine.buckets import signature
 from fuzzharness.minimize.minimizer import DEFAULT_BUDGET, minimize
-from fuzzharness.minimize.workflow import REPROS_DIR, BucketRepro, _say
+from fuzzharness.minimize.report import REPROS_DIR, BucketRepro, say_to_stderr
 
 
 def load_case_file(path: str | Path) -> Case:
@@ -35,7 +35,7 @@ def check_names(case: Case) -> None:
 
 
 def run_once(case: Case, timeout: float) -> Verdict:
-    from fuzzharness.commands.replay import run_isolated
+    from fuzzharness.engine.isolated import run_isolated
 
     return run_isolated(case, timeout)
 
@@ -56,7 +56,7 @@ def minimize_case_file(path: str | Path, *, out: Path | None = None,
     target = signature(case.to_dict(), verdict)
     res = BucketRepro(target.key, target.title(), 1, "failed")
     m = minimize(case, verdict, target, gen_settings=GenSettings(), budget=budget,
-                 workers=workers, timeout=timeout, progress=_say(progress))
+                 workers=workers, timeout=timeout, progress=say_to_stderr(progress))
     res.seconds, res.original_length, res.length = m.seconds, m.original_length, m.length
     res.unit = m.unit
     if not m.reproduced or m.case is None:

@@ -1,0 +1,74 @@
+"""The TIR case kind: one PrimFunc of a registered workload, scheduled by one stored trace.
+
+Its stages are :mod:`fuzzharness.kinds.tir.run`; its repro is a TVMScript PrimFunc with the
+schedule as ``sch.<primitive>(...)`` calls (:mod:`fuzzharness.kinds.tir.script`); its issue text
+names the workload and the lowering pass the bisection implicates
+(:mod:`fuzzharness.kinds.tir.issue_text`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fuzzharness.core.case import Case
+from fuzzharness.core.kinds import CaseKind
+from fuzzharness.core.traces import trace_primitives
+from fuzzharness.core.verdict import Status, Verdict
+from fuzzharness.kinds.tir import issue_text, pass_bisect, script
+from fuzzharness.kinds.tir.run import run_case
+from fuzzharness.minimize import passes, trace_edit
+
+
+class TirKind(CaseKind):
+    name = "tir"
+    tag = "[TIR]"
+    size_unit = "trace instructions"
+    no_schedule = "no schedule"
+
+    def run(self, execution, result) -> None:
+        run_case(execution, result)
+
+    def bucket_primitives(self, case: dict[str, Any], status: str) -> tuple[str, ...]:
+        if status == Status.REFERENCE_MISMATCH.value:
+            # TVM's build of the *unscheduled* program disagrees with the reference: the
+            # schedule the case also carried has nothing to do with it
+            return ()
+        return trace_primitives((case.get("schedule") or {}).get("trace"))
+
+    def size(self, case: Case) -> int:
+        return trace_edit.length(case.trace)
+
+    def minimize_schedule(self, case, first, stop, stage: str) -> Case:
+        return passes.minimize_trace(case, first, stop, passes.replay_fixer(stage))
+
+    def simplifications(self):
+        return [("decisions", passes.propose_decisions)]
+
+    def write_script(self, case: Case, verdict: Verdict, **kwargs: Any):
+        return script.write_script(case, verdict, **kwargs)
+
+    def bisect_passes(self, case: Case, verdict: Verdict, pattern: str | None, workdir):
+        if verdict.status is Status.TIMEOUT:
+            return None
+        return pass_bisect.triage(case, symptom=verdict.status.value, pattern=pattern,
+                                  workdir=workdir)
+
+    def describe(self, case: Case) -> str:
+        return issue_text.describe(case)
+
+    def issue_primitives(self, case: Case) -> list[str]:
+        return list(trace_primitives(case.trace))
+
+    def error_title(self, verdict: Verdict, prims: str, where: str, msg: str,
+                    raised_in: str | None) -> str:
+        return issue_text.error_title(verdict, prims, msg, raised_in)
+
+    def program_excerpt(self, script_text: str, schedule_lines: list[str],
+                        failing_call: str | None) -> str:
+        return issue_text.program_excerpt(script_text, schedule_lines, failing_call)
+
+    def hints(self, case: Case, triage) -> list[str]:
+        return issue_text.triage_lines(triage)
+
+
+KIND = TirKind()

@@ -1,0 +1,67 @@
+"""The TIR kind's words in issue text: what the case is, its title for errors, the program
+excerpt, and the pass-bisection hints (:mod:`fuzzharness.kinds.tir.pass_bisect`)."""
+
+from __future__ import annotations
+
+from fuzzharness.core.case import Case
+from fuzzharness.core.verdict import Verdict
+from fuzzharness.kinds.tir.pass_bisect import Triage
+
+
+def describe(case: Case) -> str:
+    return (f"{case.workload_name} ({_shape_text(case)}, "
+            f"{case.origin.get('dtype') or case.params.get('dtype', '')}, {case.target.get('kind')})")
+
+
+def _shape_text(case: Case) -> str:
+    ints = {k: v for k, v in case.params.items() if isinstance(v, int) and not isinstance(v, bool)}
+    return ", ".join(f"{k}={v}" for k, v in ints.items())
+
+
+def error_title(verdict: Verdict, prims: str, msg: str, raised_in: str | None) -> str:
+    if verdict.stage.value == "schedule":
+        return f"[Bug] [TIR][Schedule] {prims} fails instead of raising a ScheduleError: {msg}"
+    what = {"lower": "Lowering", "codegen": "Code generation", "build": "Building"}.get(
+        verdict.stage.value, verdict.stage.value.capitalize())
+    if raised_in:
+        what = raised_in.split(".")[-1]
+    return f"[Bug] [TIR] {what} fails after {prims}: {msg}"
+
+
+def program_excerpt(script_text: str, schedule_lines: list[str], failing_call: str | None) -> str:
+    """The program (TVMScript) and the schedule calls, cut from the script."""
+    lines = script_text.splitlines()
+    try:
+        start = next(i for i, ln in enumerate(lines) if ln.startswith("@T.prim_func"))
+        end = next(i for i, ln in enumerate(lines) if i > start and ln.startswith("# -- the schedule"))
+        program = "\n".join(lines[start:end]).rstrip()
+    except StopIteration:
+        program = ""
+    sched = ["sch = tvm.s_tir.Schedule(main)", *schedule_lines]
+    if failing_call:
+        sched.append(failing_call + "  # raises")
+    return program + "\n\n" + "\n".join(sched)
+
+
+def triage_lines(t: Triage | None) -> list[str]:
+    if t is None:
+        return ["- lowering passes: not probed"]
+    out = []
+    if t.raised_in:
+        out.append(f"- the error is raised inside the lowering pass `{t.raised_in}`")
+    elif t.implicated:
+        out.append(f"- first lowering pass after which the output goes wrong: `{t.implicated[0]}` "
+                   f"(disabling it gives the correct result"
+                   + (f"; so does disabling {', '.join(f'`{p}`' for p in t.implicated[1:])}"
+                      if len(t.implicated) > 1 else "") + ")")
+    elif t.note:
+        out.append(f"- {t.note}")
+    if t.required:
+        out.append(f"- passes that cannot be disabled for this program: "
+                   f"{', '.join(f'`{p}`' for p in t.required)}")
+    if t.crashed:
+        out.append(f"- disabling {', '.join(f'`{p}`' for p in t.crashed)} crashes TVM itself")
+    if t.passes:
+        out.append(f"- probed by disabling each of the {len(t.passes)} passes of the default "
+                   f"TIR pipeline in turn (`PassContext(disabled_pass=[...])`)")
+    return out

@@ -1,0 +1,136 @@
+"""The stages of a TIR case: one PrimFunc of a registered workload, scheduled by one trace.
+
+``generate``  rebuild the PrimFunc from the workload parameters and the inputs from the seed
+``schedule``  replay the stored trace on a fresh ``s_tir.Schedule``; note parameters that
+              ``transform_layout`` re-laid out (the kernel then takes and returns them in
+              the new layout: inputs are laid out before the call, outputs read back
+              through the same map — :mod:`fuzzharness.execution.relayout`)
+``lower`` / ``codegen`` / ``build``   the back end's compilation steps
+``run``       execute on poisoned output buffers
+``verify``    float64 reference + error bound; inputs must be unchanged; transform_layout
+              padding must hold the pad value; the order-preservation analysis of the
+              scheduled IR decides whether the metamorphic baseline is needed
+``baseline``  (only when :func:`fuzzharness.oracles.metamorphic.plan` asks for it) build and
+              run the *unscheduled* program on the same inputs: the metamorphic reference for
+              the order-aware bitwise check and the cross-check of the numpy reference
+
+In the exact-integer input mode (``case.oracle["mode"] == "exact"``) the reference is the
+correctly rounded exact result with bound 0 (:func:`fuzzharness.oracles.bounds.exact_mode`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fuzzharness.backends.base import poison
+from fuzzharness.backends.rpc import backend_for
+from fuzzharness.core.case import canonical_json
+from fuzzharness.core.tvm_support import replay_trace, structural_equal
+from fuzzharness.core.verdict import Stage
+from fuzzharness.execution import relayout
+from fuzzharness.execution.facts import schedule_facts
+from fuzzharness.execution.stages import CaseRun, Execution
+from fuzzharness.generators.inputs import make_inputs
+from fuzzharness.generators.workloads import workloads
+from fuzzharness.oracles import bounds, metamorphic
+from fuzzharness.oracles.compare import judge
+from fuzzharness.oracles.numerics import numpy_dtype
+from fuzzharness.oracles.order import accumulation_order
+from fuzzharness.oracles.program import Numerics
+
+#: compiled unscheduled programs (see fuzzharness.oracles.metamorphic), least recently used first
+_BASELINES: dict[tuple[str, str, str], Any] = {}
+
+
+def run_case(execution: Execution, result: CaseRun) -> None:
+    """Run a TIR case's stages, filling ``result`` (its verdict last)."""
+    case, stage = execution.case, execution.stage
+    with stage(Stage.GENERATE):
+        workload = workloads[case.workload_name]
+        backend = backend_for(case.target)  # a remote device if one is set
+        func = workload.prim_func(case.params)
+        kernel_func = workload.kernel_prim_func(case.params, func)
+        specs = workload.inputs(case.params)
+        out_specs = workload.outputs(case.params)
+        inputs = make_inputs(specs, case.inputs["distribution"], case.inputs["seed"])
+        result.inputs = inputs
+    with stage(Stage.SCHEDULE):
+        sch = replay_trace(kernel_func, case.trace)
+        result.scheduled = sch.mod
+        layouts = relayout.param_layouts(kernel_func, case.trace)
+    with stage(Stage.LOWER):
+        lowered = backend.lower(sch.mod, case.target, case.pass_config)
+    with stage(Stage.CODEGEN):
+        rt_mod = backend.codegen(lowered, case.target)
+    with stage(Stage.BUILD):
+        program = backend.build(rt_mod)
+        not_run = backend.not_runnable(program)
+    if not_run is not None:  # e.g. CUDA compiled by nvcc on a host without a GPU
+        result.verdict = execution.not_run(not_run)
+        return
+    with stage(Stage.RUN):
+        kernel_in = {s.name: relayout.kernel_array(layouts, s.name, inputs[s.name])
+                     for s in specs}
+        args = [kernel_in[s.name].copy() for s in specs]
+        args += [poison(relayout.kernel_shape(layouts, o.name, o.shape),
+                        np.dtype(numpy_dtype(o.dtype))) for o in out_specs]
+        results = backend.run(program, args, len(out_specs))
+        raw = {o.name: r for o, r in zip(out_specs, results, strict=True)}
+        outputs = {n: relayout.reference_array(layouts, n, r) for n, r in raw.items()}
+        result.outputs = outputs
+    with stage(Stage.VERIFY):
+        clobbered = [s.name for s, a in zip(specs, args, strict=False)
+                     if not np.array_equal(a, kernel_in[s.name], equal_nan=True)]
+        unpadded = {n: k for n, r in raw.items()
+                    if (k := relayout.unfilled_padding(layouts, n, r))}
+        with np.errstate(all="ignore"):  # special-value inputs make nan/inf on purpose
+            expected = workload.reference(case.params, inputs, Numerics(func))
+        exact = case.oracle.get("mode") == "exact"
+        if exact:
+            expected = {name: bounds.exact_mode(e) for name, e in expected.items()}
+        # all-zero bounds (integers, max, copies) already demand bitwise equality
+        exact = exact or not any(e.bound.any() for e in expected.values())
+        result.expected = expected
+        j = judge(expected, outputs)
+        scheduled = sch.mod["main"]
+        order = accumulation_order(func, scheduled)
+        how = metamorphic.plan(j, order, structural_equal(func, scheduled), exact,
+                               execution.baseline_policy, metamorphic.sample_point(case.id))
+    baseline = outputs if how == "self" else None
+    if how == "build":
+        with stage(Stage.BASELINE):
+            baseline = _run_baseline(case, backend, workload, func, specs, out_specs, inputs)
+        result.baseline = baseline
+    with stage(Stage.VERIFY):
+        c = metamorphic.conclude(j, order, expected, outputs, baseline, how)
+    problems = []
+    if clobbered:
+        problems.append(f"the kernel overwrote its input(s) {', '.join(clobbered)}")
+    if unpadded:
+        problems.append("transform_layout padding not filled with the pad value: "
+                        + ", ".join(f"{n} ({k} elements)" for n, k in unpadded.items()))
+    result.verdict = execution.conclude(
+        j, outputs, status=c.status, message=c.message, details=c.details, problems=problems,
+        facts=lambda: schedule_facts(result.scheduled))
+
+
+def _run_baseline(case, backend, workload, func, specs, out_specs, inputs):
+    """The unscheduled program's outputs; its build is cached per program, target, options."""
+    import tvm
+
+    key = (workload.source(case.params), canonical_json(case.target),
+           canonical_json(case.pass_config))
+    program = _BASELINES.pop(key, None)
+    if program is None:
+        module = tvm.IRModule({"main": func})
+        program = backend.build(backend.codegen(
+            backend.lower(module, case.target, case.pass_config), case.target))
+    _BASELINES[key] = program  # most recently used last
+    while len(_BASELINES) > metamorphic.BASELINE_CACHE_SIZE:
+        _BASELINES.pop(next(iter(_BASELINES)))
+    args = [inputs[s.name].copy() for s in specs]
+    args += [poison(o.shape, np.dtype(numpy_dtype(o.dtype))) for o in out_specs]
+    results = backend.run(program, args, len(out_specs))
+    return {o.name: r for o, r in zip(out_specs, results, strict=True)}
