@@ -7,10 +7,9 @@ Public API (the rest is internal and may change):
 * :func:`generate_case` — a case from (campaign seed, index)
 """
 
-__version__ = "0.1.0"
-
-from fuzzharness.core.case import Case  # noqa: E402
-from fuzzharness.core.verdict import Stage, Status, Verdict  # noqa: E402
+from fuzzharness.core.case import Case
+from fuzzharness.core.verdict import Stage, Status, Verdict
+from fuzzharness.core.version import __version__
 
 
 def execute(case, on_stage=None):

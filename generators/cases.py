@@ -36,13 +36,12 @@ from fuzzharness.core.case import Case
 from fuzzharness.core.tvm_support import trace_to_json
 from fuzzharness.generators import draw as draws
 from fuzzharness.generators.gpu import gpu_schedule, is_gpu_target
-from fuzzharness.generators.inputs import EXACT_DISTRIBUTIONS, distributions
+from fuzzharness.generators.inputs import EXACT_DISTRIBUTIONS, FLOAT_DISTRIBUTIONS, distributions
 from fuzzharness.generators.options import draw_options
 from fuzzharness.generators.schedules import ScheduleOptions, random_schedule
 from fuzzharness.generators.workloads import GenOptions, workloads
 from fuzzharness.oracles.program import Numerics
 
-FLOAT_DISTRIBUTIONS = ("uniform", "normal", "cancellation", "wide_range")
 #: share of whole-graph cases in a default campaign (see draw_case; benchmarks/throughput.py
 #: measures what it costs)
 GRAPH_FRACTION = 0.2

@@ -51,6 +51,8 @@ Distribution = Callable[[np.random.Generator, InputSpec], np.ndarray]
 distributions: Registry[Distribution] = Registry("input distribution")
 
 EXACT_DISTRIBUTIONS = frozenset({"small_ints"})  # drawn by generation; see also tiny_ints
+#: what float-mode cases draw from, in this order (generation draws an index into it)
+FLOAT_DISTRIBUTIONS = ("uniform", "normal", "cancellation", "wide_range")
 
 
 @distributions.register("uniform")

@@ -98,7 +98,7 @@ def versions() -> dict[str, str]:
     import tvm as _tvm
     import tvm_ffi
 
-    from fuzzharness import __version__
+    from fuzzharness.core.version import __version__
 
     try:
         llvm = str(_tvm.target.codegen.llvm_version_major())

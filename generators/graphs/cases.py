@@ -43,10 +43,9 @@ STEPS_PER_FUNCTION = 4
 
 def draw_graph_case(data: Any, settings) -> Case:
     from fuzzharness.core.relax_pipeline import KNOWN_BUG_LAYOUTS, LAYOUTS, graph_target, runs_on_vm
-    from fuzzharness.generators.cases import FLOAT_DISTRIBUTIONS
     from fuzzharness.generators.graphs.generate import draw_graph
     from fuzzharness.generators.graphs.reference import input_specs
-    from fuzzharness.generators.inputs import EXACT_DISTRIBUTIONS
+    from fuzzharness.generators.inputs import EXACT_DISTRIBUTIONS, FLOAT_DISTRIBUTIONS
     from fuzzharness.generators.options import draw_options
 
     graph = draw_graph(data, settings.dtypes)

@@ -38,25 +38,11 @@ import json
 from typing import Any
 
 from fuzzharness.core.kinds import RELAX_WORKLOAD
+from fuzzharness.generators.graphs.nodes import InvalidGraph, Node, Shape
+from fuzzharness.generators.graphs.ops import graph_ops
 
-Shape = tuple[int, ...]
 GRAPH_WORKLOAD = RELAX_WORKLOAD  # the workload name of a graph case (fuzzharness.core.kinds)
 DTYPES = ("float32", "float16")
-
-
-class InvalidGraph(ValueError):
-    """A graph spec that violates the model (a generator or minimizer bug, or a bad file)."""
-
-
-@dataclasses.dataclass
-class Node:
-    name: str
-    op: str
-    args: list[str]
-    attrs: dict[str, Any]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "op": self.op, "args": list(self.args), "attrs": self.attrs}
 
 
 @dataclasses.dataclass
@@ -104,8 +90,6 @@ class Graph:
     # -- shapes -------------------------------------------------------------------------------
     def shapes(self) -> dict[str, Shape]:
         """Every value's shape (inputs and nodes), validating the whole graph on the way."""
-        from fuzzharness.generators.graphs.ops import graph_ops
-
         if self.dtype not in DTYPES:
             raise InvalidGraph(f"graph dtype {self.dtype!r} is not one of {', '.join(DTYPES)}")
         names = self.input_names() + [n.name for n in self.nodes]

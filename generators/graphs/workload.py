@@ -14,10 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from fuzzharness.generators.graphs.spec import DTYPES, GRAPH_WORKLOAD, Graph
-from fuzzharness.generators.workloads.base import GenOptions, TensorSpec, Workload, register
+from fuzzharness.generators.workloads.base import GenOptions, TensorSpec, Workload
 
 
-@register
 class GraphWorkload(Workload):
     name = GRAPH_WORKLOAD
     description = "a random Relax graph compiled by TVM's whole pipeline (fusion, layouts, VM)"
@@ -55,3 +54,6 @@ class GraphWorkload(Workload):
     def prim_func(self, params):
         raise TypeError("a graph case is a Relax program with several PrimFuncs; "
                         "see fuzzharness.kinds.relax.run")
+
+
+WORKLOAD = GraphWorkload()  # registered by dotted name in fuzzharness.generators.workloads

@@ -1,5 +1,6 @@
 """The workload catalog.  Importing this package registers every workload module below."""
 
+from fuzzharness.core.kinds import RELAX_WORKLOAD
 from fuzzharness.generators.workloads import (  # noqa: F401
     argmax,
     batch_matmul,
@@ -21,5 +22,6 @@ from fuzzharness.generators.workloads.base import GenOptions, TensorSpec, Worklo
 
 __all__ = ["GenOptions", "TensorSpec", "Workload", "workloads"]
 
-# The Relax graph family, registered last: its operators build on the workload modules above.
-import fuzzharness.generators.graphs.workload  # noqa: E402, F401
+# The Relax graph family, by dotted name: its operators build on the workload modules above,
+# so it is imported when first used rather than by this package.
+workloads.add_lazy(RELAX_WORKLOAD, "fuzzharness.generators.graphs.workload:WORKLOAD")

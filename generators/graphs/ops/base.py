@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 from hypothesis import strategies as st
 
 from fuzzharness.core.registry import Registry
-from fuzzharness.generators.graphs.spec import InvalidGraph, Node, Shape
+from fuzzharness.generators.graphs.nodes import InvalidGraph, Node, Shape
 from fuzzharness.oracles.bounds import Approx
 
 #: elements of any one value, and multiply-adds of any one node: keeps compile, run and the

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from fuzzharness.generators.graphs.nodes import Node, Shape
 from fuzzharness.generators.graphs.ops.base import (
     MAX_ELEMENTS,
     MAX_MACS,
@@ -27,7 +28,6 @@ from fuzzharness.generators.graphs.ops.base import (
     register_op,
     require,
 )
-from fuzzharness.generators.graphs.spec import Node, Shape
 from fuzzharness.generators.workloads.conv2d import windows
 from fuzzharness.oracles import bounds
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from fuzzharness.generators.graphs.nodes import Node, Shape
 from fuzzharness.generators.graphs.ops.base import (
     MAX_ELEMENTS,
     DrawContext,
@@ -31,7 +32,6 @@ from fuzzharness.generators.graphs.ops.base import (
     register_op,
     require,
 )
-from fuzzharness.generators.graphs.spec import Node, Shape
 from fuzzharness.generators.workloads.chain import OPS as CHAIN_OPS
 from fuzzharness.oracles import bounds
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
+from fuzzharness.generators.graphs.nodes import Node
 from fuzzharness.generators.graphs.ops.base import (
     MAX_ELEMENTS,
     MAX_MACS,
@@ -23,7 +24,6 @@ from fuzzharness.generators.graphs.ops.base import (
     require,
 )
 from fuzzharness.generators.graphs.ops.elementwise import broadcast
-from fuzzharness.generators.graphs.spec import Node
 from fuzzharness.oracles import bounds
 
 

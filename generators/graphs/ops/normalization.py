@@ -18,6 +18,7 @@ import math
 
 from hypothesis import strategies as st
 
+from fuzzharness.generators.graphs.nodes import Node
 from fuzzharness.generators.graphs.ops.base import (
     DrawContext,
     GraphOp,
@@ -25,7 +26,6 @@ from fuzzharness.generators.graphs.ops.base import (
     register_op,
     require,
 )
-from fuzzharness.generators.graphs.spec import Node
 from fuzzharness.generators.workloads.layer_norm import layer_norm_bound
 from fuzzharness.generators.workloads.softmax import softmax_bound
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
+from fuzzharness.generators.graphs.nodes import Node
 from fuzzharness.generators.graphs.ops.base import DrawContext, GraphOp, register_op, require
-from fuzzharness.generators.graphs.spec import Node
 from fuzzharness.generators.workloads.base import lowest_value
 from fuzzharness.generators.workloads.pooling import Pool2d
 from fuzzharness.oracles import bounds

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
+from fuzzharness.generators.graphs.nodes import Node
 from fuzzharness.generators.graphs.ops.base import (
     MAX_ELEMENTS,
     DrawContext,
@@ -26,7 +27,6 @@ from fuzzharness.generators.graphs.ops.base import (
     register_op,
     require,
 )
-from fuzzharness.generators.graphs.spec import Node
 from fuzzharness.oracles import numerics
 from fuzzharness.oracles.bounds import Approx
 

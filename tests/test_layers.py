@@ -1,0 +1,66 @@
+"""The import layers of CONTRIBUTING.md, checked with import-linter (contracts in
+pyproject.toml, ``[tool.importlinter]``).
+
+import-linter reads the package from the file system; in the source tree ``generators/``,
+``oracles/`` and ``reports/`` are outside ``fuzzharness/`` (setup.py maps them into the
+namespace), so the check runs on a copy laid out as an installed package.  Run it alone with
+``python tests/test_layers.py`` (the tox ``lint`` environment does).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MAPPED = ("generators", "oracles", "reports")
+
+
+def installed_layout(dest: Path) -> Path:
+    """``dest/fuzzharness`` with the mapped folders inside it, as an install has them."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    pkg = dest / "fuzzharness"
+    shutil.copytree(ROOT / "fuzzharness", pkg, ignore=ignore)
+    for top in MAPPED:
+        shutil.copytree(ROOT / top, pkg / top, ignore=ignore)
+    shutil.copy(ROOT / "pyproject.toml", dest / "pyproject.toml")
+    return dest
+
+
+def lint_imports(tree: Path) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command;"
+           " sys.exit(lint_imports_command())", "--config", "pyproject.toml", "--no-cache"]
+    return subprocess.run(cmd, cwd=tree, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"})
+
+
+def test_import_layers_hold():
+    pytest.importorskip("importlinter")
+    with tempfile.TemporaryDirectory() as tmp:
+        r = lint_imports(installed_layout(Path(tmp)))
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_lower_layer_importing_a_higher_one_breaks_the_contract():
+    """The check can fail: one upward import (core → campaign) is reported."""
+    pytest.importorskip("importlinter")
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = installed_layout(Path(tmp))
+        bad = tree / "fuzzharness" / "core" / "errors.py"
+        bad.write_text(bad.read_text() + "\n\ndef _upward():\n"
+                       "    from fuzzharness.campaign import db  # noqa: F401\n")
+        r = lint_imports(tree)
+    assert r.returncode != 0
+    assert "fuzzharness.core.errors -> fuzzharness.campaign.db" in r.stdout
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory() as tmp:
+        result = lint_imports(installed_layout(Path(tmp)))
+    print(result.stdout + result.stderr)
+    sys.exit(result.returncode)
