@@ -50,7 +50,7 @@ def unscheduled_outputs(name: str, params: dict):
 
     from fuzzharness.backends import backends
     from fuzzharness.backends.base import poison
-    from fuzzharness.execution.stages import inputs_dtype
+    from fuzzharness.oracles.numerics import numpy_dtype
 
     wl, llvm = workloads[name], backends["llvm"]
     program = llvm.build(llvm.codegen(llvm.lower(tvm.IRModule({"main": wl.prim_func(params)}),
@@ -59,7 +59,7 @@ def unscheduled_outputs(name: str, params: dict):
 
     def run(inputs):
         args = [inputs[s.name].copy() for s in specs]
-        args += [poison(o.shape, np.dtype(inputs_dtype(o.dtype))) for o in outs]
+        args += [poison(o.shape, np.dtype(numpy_dtype(o.dtype))) for o in outs]
         return dict(zip([o.name for o in outs], llvm.run(program, args, len(outs)), strict=True))
 
     return run

@@ -34,6 +34,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from fuzzharness.buckets.signatures import Signature
+from fuzzharness.core.case import Case, CaseFormatError
+
 FORMAT = 1
 FILES = ("case.json", "repro.py", "issue.md", "meta.json")
 EXPECTED = {"reproduces": 1, "fixed": 0}  # expected status → the script's exit status
@@ -66,19 +69,40 @@ class Entry:
         return self.dir / "repro.py"
 
 
-def validate(d: Path) -> Entry:
-    """Read and check one entry directory (raise CorpusError)."""
-    from fuzzharness.buckets.signatures import Signature
-    from fuzzharness.core.case import Case, CaseFormatError
+def read_entry(d: Path) -> Entry:
+    """One entry as any corpus may hold it (raise CorpusError): ``case.json`` a case, and
+    ``meta.json`` an object whose ``expected`` is ``"reproduces"`` or ``"fixed"``; a
+    ``repro.py``, if there is one, must agree with the case.  This is all ``pytest -m
+    differential`` needs of a project's own corpus."""
+    for f in ("case.json", "meta.json"):
+        if not (d / f).is_file():
+            raise CorpusError(f"{d}: missing {f}")
+    try:
+        meta = json.loads((d / "meta.json").read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CorpusError(f"{d}/meta.json: not valid JSON ({e})") from None
+    if not isinstance(meta, dict):
+        raise CorpusError(f"{d}/meta.json: not a JSON object")
+    if meta.get("expected") not in EXPECTED:
+        raise CorpusError(f"{d}/meta.json: expected must be one of {', '.join(EXPECTED)}, "
+                          f"not {meta.get('expected')!r}")
+    try:
+        case = Case.from_json((d / "case.json").read_text())
+    except (CaseFormatError, UnicodeDecodeError) as e:
+        raise CorpusError(f"{d}/case.json: {e}") from None
+    return Entry(d, meta, case.to_dict())
 
+
+def validate(d: Path) -> Entry:
+    """One entry of a curated corpus (this repository's ``corpus/``): :func:`read_entry`,
+    plus every file and ``meta.json`` key of :data:`FILES` / :data:`META_KEYS`, and a bucket
+    key that is its signature's.  Raise CorpusError."""
+    entry = read_entry(d)
+    meta = entry.meta
     missing = [f for f in FILES if not (d / f).is_file()]
     if missing:
         raise CorpusError(f"{d}: missing {', '.join(missing)}")
-    try:
-        meta = json.loads((d / "meta.json").read_text())
-    except json.JSONDecodeError as e:
-        raise CorpusError(f"{d}/meta.json: not valid JSON ({e})") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+    if meta.get("format") != FORMAT:
         raise CorpusError(f"{d}/meta.json: not a format-{FORMAT} corpus entry")
     absent = META_KEYS - set(meta)
     if absent:
@@ -86,17 +110,11 @@ def validate(d: Path) -> Entry:
     if meta["name"] != d.name or not NAME.match(meta["name"]):
         raise CorpusError(f"{d}/meta.json: name {meta['name']!r} must be the directory name "
                           "(lowercase letters, digits, '-')")
-    if meta["expected"] not in EXPECTED:
-        raise CorpusError(f"{d}/meta.json: expected must be one of {', '.join(EXPECTED)}")
-    try:
-        case = Case.from_json((d / "case.json").read_text())
-    except CaseFormatError as e:
-        raise CorpusError(f"{d}/case.json: {e}") from None
     sig = Signature.from_dict(meta["signature"])
     if sig.key != meta["bucket"]:
         raise CorpusError(f"{d}/meta.json: bucket {meta['bucket']} is not the key of its "
                           f"signature ({sig.key})")
-    return Entry(d, meta, case.to_dict())
+    return entry
 
 
 def _entry_dirs(corpus: str | Path) -> list[Path]:
@@ -112,12 +130,15 @@ def entries(corpus: str | Path) -> list[Entry]:
 
 
 def read(corpus: str | Path) -> list[Entry]:
-    """Every entry; an invalid one is returned with its ``problem`` (a test fails with it)."""
+    """Every entry (:func:`read_entry`: a project's corpus may hold only case.json and
+    meta.json); an unreadable one is returned with its ``problem`` (a test fails with it)."""
     out = []
     for d in _entry_dirs(corpus):
+        if not ((d / "meta.json").exists() or (d / "case.json").exists()):
+            continue  # not an entry (a folder of notes, say)
         try:
-            out.append(validate(d))
-        except (CorpusError, OSError, ValueError) as e:
+            out.append(read_entry(d))
+        except (CorpusError, OSError) as e:
             out.append(Entry(d, {}, None, str(e)))
     return out
 
