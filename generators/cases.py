@@ -32,13 +32,17 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from fuzzharness.backends import backends
 from fuzzharness.core.case import Case
 from fuzzharness.core.tvm_support import trace_to_json
 from fuzzharness.generators import draw as draws
 from fuzzharness.generators.gpu import gpu_schedule, is_gpu_target
+from fuzzharness.generators.graphs.cases import draw_graph_case
+from fuzzharness.generators.graphs.spec import DTYPES, GRAPH_WORKLOAD
 from fuzzharness.generators.inputs import EXACT_DISTRIBUTIONS, FLOAT_DISTRIBUTIONS, distributions
 from fuzzharness.generators.options import draw_options
-from fuzzharness.generators.schedules import ScheduleOptions, random_schedule
+from fuzzharness.generators.schedules import ScheduleOptions, primitives, random_schedule
+from fuzzharness.generators.schedules.metaschedule import SOURCE, metaschedule_schedule
 from fuzzharness.generators.workloads import GenOptions, workloads
 from fuzzharness.oracles.program import Numerics
 
@@ -88,8 +92,6 @@ class GenSettings:
 
     def validate(self) -> GenSettings:
         """Raise UnknownName / ValueError for names and values a user got wrong."""
-        from fuzzharness.generators.schedules import primitives
-        from fuzzharness.generators.schedules.metaschedule import SOURCE
 
         names = workloads.check(self.workloads or [])
         primitives.check([p for p in self.primitives or [] if p != SOURCE])
@@ -105,7 +107,6 @@ class GenSettings:
                      "graph_fraction"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"{name} must be between 0 and 1")
-        from fuzzharness.backends import backends
 
         if not isinstance(self.target, dict) or "kind" not in self.target:
             raise ValueError("target must be a table with a 'kind', e.g. { kind = \"cuda\" }")
@@ -126,7 +127,6 @@ class GenSettings:
     def graphs_allowed(self) -> bool:
         """Whether graph cases are in the mix: named (``workloads`` includes ``graph``), or
         by default with ``graph_fraction > 0`` — and the dtype filter leaves a graph dtype."""
-        from fuzzharness.generators.graphs.spec import DTYPES, GRAPH_WORKLOAD
 
         if self.dtypes is not None and not set(self.dtypes) & set(DTYPES):
             return False
@@ -149,8 +149,6 @@ def draw_case(data: Any, settings: GenSettings) -> Case:
     draw decides (``graph_fraction``); with only one of them there is no such draw, so a
     campaign restricted to named workloads generates the cases it always did.
     """
-    from fuzzharness.generators.graphs.cases import draw_graph_case
-    from fuzzharness.generators.graphs.spec import GRAPH_WORKLOAD
 
     names = [n for n in settings.workload_names() if n != GRAPH_WORKLOAD]
     if settings.graphs_allowed():
@@ -205,7 +203,6 @@ def draw_case(data: Any, settings: GenSettings) -> Case:
 
 def draw_schedule(func, data: Any, settings: GenSettings):
     """Draw the schedule source, then the schedule; return ``(source, schedule, steps)``."""
-    from fuzzharness.generators.schedules.metaschedule import SOURCE, metaschedule_schedule
 
     # naming primitives without "metaschedule" switches the source off (its draw stays)
     wanted = settings.primitives is None or SOURCE in settings.primitives

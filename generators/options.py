@@ -39,6 +39,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from fuzzharness.generators.draw import chance
+
 TIERS = ("default", "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4", "host")
 X86_LEVELS = ("x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4")
 MATTRS = ((), ("-fma",), ("-avx512f",))
@@ -151,7 +153,6 @@ def draw_options(data: Any, base_target: dict[str, Any], fraction: float):
     share of option cases does not reshuffle the rest); only the tier's resolution to an
     ``mcpu`` depends on the host.
     """
-    from fuzzharness.generators.draw import chance
 
     varied = chance(data, fraction)
     tier = data.draw(st.sampled_from(TIERS))

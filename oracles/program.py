@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from fuzzharness.oracles import numerics
+
 REDUCE_ITER = 2  # IterVar.iter_type of a commutative reduction axis (kCommReduce)
 
 
@@ -84,7 +86,6 @@ class Numerics:
 
     def meaningless_reductions(self) -> list[str]:
         """Reductions with a float accumulator and ``k·u ≥ 1/2`` (γ_k ≥ 1)."""
-        from fuzzharness.oracles import numerics
 
         out = []
         for b in self.reductions():

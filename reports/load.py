@@ -30,6 +30,7 @@ from typing import Any
 import pandas as pd
 
 from fuzzharness.core.errors import UsageError
+from fuzzharness.core.traces import trace_primitives
 
 APPLICATION = "tvm-fuzzharness"
 DB_NAME = "results.sqlite"
@@ -137,7 +138,6 @@ def _labels(paths: list[Path]) -> list[str]:
 
 
 def _load_one(conn: sqlite3.Connection, label: str, root: Path) -> dict[str, pd.DataFrame]:
-    from fuzzharness.core.traces import trace_primitives
 
     tables = _tables(conn)
     cols = set(_columns(conn, "results"))

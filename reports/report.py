@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from fuzzharness.buckets.known_bugs import KnownBugs
 from fuzzharness.reports import plots, tables
 from fuzzharness.reports.load import Campaigns, load_campaigns
 
@@ -51,7 +52,6 @@ class Report:
 
 
 def build(dirs: list[str | Path], known_bugs_path: str | None = None) -> Report:
-    from fuzzharness.buckets.known_bugs import KnownBugs
 
     data = load_campaigns(dirs)
     bugs = KnownBugs.load(known_bugs_path)

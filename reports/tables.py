@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fuzzharness.buckets.known_bugs import KnownBugs
+from fuzzharness.buckets.signatures import Signature
 from fuzzharness.core.verdict import FINDINGS, Status
 from fuzzharness.reports.load import Campaigns
 
@@ -187,8 +189,6 @@ def bucket_list(data: Campaigns, known_bugs: Any = None) -> pd.DataFrame:
     ``known``: ``"new"``, ``"known"`` or ``"harness"`` (a bug of this harness, never TVM's).
     Sorted: new first, then by count.
     """
-    from fuzzharness.buckets.known_bugs import KnownBugs
-    from fuzzharness.buckets.signatures import Signature
 
     b = data.buckets
     cols = ["key", "title", "symptom", "stage", "count", "first_seen", "last_seen", "campaigns",

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from fuzzharness.backends.base import Backend, register
+from fuzzharness.backends.base import Backend, poison, register
 from fuzzharness.backends.device import (
     DeviceCode,
     DeviceProgram,
@@ -42,6 +42,8 @@ from fuzzharness.backends.device import (
     lower_device,
 )
 from fuzzharness.backends.launch import LaunchPlan
+from fuzzharness.backends.opencl import check_redzone, redzone_bytes, with_redzone
+from fuzzharness.oracles.numerics import numpy_dtype
 
 DEFAULT_ARCH = "sm_90"
 NVCC_TIMEOUT = 120.0
@@ -108,7 +110,6 @@ def kernel_params(values: list[tuple[str, str, Any]]) -> tuple[list[np.ndarray],
     (one 1-element array per argument, which must outlive the launch) and the ``uint64``
     array of their addresses.
     """
-    from fuzzharness.oracles.numerics import numpy_dtype
 
     holders = []
     for kind, dtype, value in values:
@@ -217,7 +218,6 @@ class _PyCudaDriver:
             self.drv.memcpy_dtoh(out, ptr)
 
     def launch(self, f, grid, block, dyn_shared, values) -> None:
-        from fuzzharness.oracles.numerics import numpy_dtype
 
         args = [np.uint64(v) if kind == "buffer" else np.dtype(numpy_dtype(dt)).type(v)
                 for kind, dt, v in values]
@@ -295,9 +295,6 @@ class CUDABackend(Backend):
         d = driver()
         plan: LaunchPlan = program.code.plan
         module = d.load(program.binary)
-        from fuzzharness.backends.base import poison
-        from fuzzharness.backends.opencl import check_redzone, redzone_bytes, with_redzone
-        from fuzzharness.oracles.numerics import numpy_dtype
 
         ptrs = [d.alloc(with_redzone(a)) for a in args]
         temps = {t.name: d.alloc(poison((t.elements,), np.dtype(numpy_dtype(t.dtype))))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from fuzzharness.backends import launch
 from fuzzharness.backends.launch import LaunchPlan
 
 
@@ -116,7 +117,6 @@ def codegen_device(lowered: DeviceLowered, target: dict[str, Any]) -> DeviceCode
     import tvm
     from tvm.tirx.build import tir_to_runtime
 
-    from fuzzharness.backends import launch
 
     if not lowered.device_mods:
         raise launch.UnsupportedHostCode("the lowered module has no device kernel")

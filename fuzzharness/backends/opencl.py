@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from fuzzharness.backends.base import Backend, register
+from fuzzharness.backends.base import Backend, poison, register
 from fuzzharness.backends.device import (
     DeviceCode,
     DeviceProgram,
@@ -39,6 +39,7 @@ from fuzzharness.backends.device import (
     lower_device,
 )
 from fuzzharness.backends.launch import LaunchPlan, Texture
+from fuzzharness.oracles.numerics import numpy_dtype
 
 TEXTURE_SCOPES = ("global.texture", "global.texture-nhwc", "global.texture-weight")
 
@@ -68,7 +69,6 @@ def texture_layout(shape: list[int] | tuple[int, ...], scope: str, dtype: str) -
 
 
 def _np_dtype(dtype: str) -> np.dtype:
-    from fuzzharness.oracles.numerics import numpy_dtype
 
     return np.dtype(numpy_dtype(dtype))
 
@@ -234,7 +234,6 @@ class _Memory:
         return self.buffer(array)
 
     def temp(self, t):
-        from fuzzharness.backends.base import poison
 
         scalar, lanes = _split_lanes(t.dtype)  # a vector temp (float32x4) holds lanes × elements
         dtype = _np_dtype(scalar)

@@ -52,7 +52,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from fuzzharness.backends.base import Backend
+from fuzzharness.backends.base import Backend, backends
+from fuzzharness.backends.device import DeviceCode
+from fuzzharness.core import warmup
 
 ENV = "FUZZHARNESS_RPC"
 DEFAULT_CONNECT_TIMEOUT = 60.0
@@ -229,7 +231,6 @@ class RemoteBackend(Backend):
         return self.local.codegen(lowered, target)
 
     def build(self, runtime_module):
-        from fuzzharness.backends.device import DeviceCode
 
         module = runtime_module.runtime_module if isinstance(runtime_module, DeviceCode) \
             else runtime_module
@@ -269,7 +270,6 @@ class RemoteBackend(Backend):
             f"{errors[-1]}", errors)
 
     def _session(self, errors: list[str]):
-        from fuzzharness.core import warmup
 
         timeout = self.device.connect_timeout
         if self.device in _DOWN:
@@ -320,7 +320,6 @@ def _alive(sess) -> bool:
 def backend_for(target: dict[str, Any]) -> Backend:
     """The backend that runs ``target`` in this process: remote when ``$FUZZHARNESS_RPC``
     names a device, else the registered local one."""
-    from fuzzharness.backends.base import backends
 
     local = backends[target["kind"]]
     device = device_from_env()

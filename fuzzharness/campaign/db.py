@@ -42,6 +42,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fuzzharness.buckets.signatures import Signature, signature
 from fuzzharness.core.verdict import Verdict
 
 if TYPE_CHECKING:
@@ -220,7 +221,6 @@ class ResultsDB:
 
     def _rebuild_buckets(self) -> None:
         """Recompute every result's bucket from its stored case and verdict (one transaction)."""
-        from fuzzharness.buckets.signatures import signature
 
         self.conn.execute("DELETE FROM buckets")
         self.conn.execute("UPDATE results SET bucket = NULL")
@@ -318,7 +318,6 @@ class ResultsDB:
         """Every bucket, most frequent first: key, symptom, stage, title, signature
         (:class:`~fuzzharness.buckets.signatures.Signature`), first_seen, last_seen, count, example_idx
         (the lowest campaign index in the bucket), example_case_id."""
-        from fuzzharness.buckets.signatures import Signature
 
         cur = self.conn.execute(
             "SELECT key, symptom, stage, title, signature, first_seen, last_seen, count, "

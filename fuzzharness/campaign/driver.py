@@ -35,9 +35,11 @@ from fuzzharness.buckets.known_bugs import KnownBug, KnownBugs
 from fuzzharness.buckets.signatures import Signature, signature
 from fuzzharness.campaign import coverage
 from fuzzharness.campaign.db import ResultsDB
+from fuzzharness.campaign.minimize_buckets import after_campaign
 from fuzzharness.campaign.progress import Progress
 from fuzzharness.campaign.settings import RESUMABLE, CampaignSettings, SettingsError
 from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_OK
+from fuzzharness.core.tvm_support import versions
 from fuzzharness.core.verdict import Status
 from fuzzharness.engine.executor import ExecutorConfig, TaskResult, make_executor
 
@@ -156,7 +158,6 @@ class Campaign:
                 )
             self.seed = self.settings.seed if self.settings.seed is not None else random.randrange(2**31)
             self.settings.seed = self.seed
-            from fuzzharness.core.tvm_support import versions
 
             self.versions = versions()
             self.db.create_campaign(self.seed, self.settings.to_dict(), self.versions)
@@ -226,7 +227,6 @@ class Campaign:
         summary.coverage = coverage.store(self.db.conn)
         self.db.close()
         if self.minimize_budget > 0 and summary.new_buckets:
-            from fuzzharness.campaign.minimize_buckets import after_campaign
 
             summary.minimized = after_campaign(self.out, self.minimize_budget,
                                                progress=self.show_progress)

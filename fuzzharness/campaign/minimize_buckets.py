@@ -25,10 +25,19 @@ from typing import Any
 
 from fuzzharness.buckets.known_bugs import KnownBugs
 from fuzzharness.buckets.signatures import Signature, signature
+from fuzzharness.campaign.db import ResultsDB
+from fuzzharness.campaign.settings import CampaignSettings
 from fuzzharness.core.case import Case
+from fuzzharness.core.plugins import load_plugins
 from fuzzharness.core.verdict import Status, Verdict
+from fuzzharness.engine.worker_deaths import signal_name
+from fuzzharness.generators import draw as draws
+from fuzzharness.generators.cases import draw_case
+from fuzzharness.kinds.tir.generation_failure import as_case, capture
 from fuzzharness.minimize.minimizer import DEFAULT_BUDGET, MinimizeResult, minimize
 from fuzzharness.minimize.report import REPROS_DIR, BucketRepro, say_to_stderr
+from fuzzharness.repro.kit import NotReproducible
+from fuzzharness.repro.package import write_repro
 
 MIN_SHARE = 30.0  # seconds: below this a minimization rarely gets anywhere
 REPRO_OVERHEAD = 25.0  # seconds set aside per bucket for writing, verifying and triage
@@ -62,8 +71,6 @@ def minimize_campaign(out: str | Path, *, which: str = "new", keys: list[str] | 
     there must not reach the campaign database — only this process writes it, and it runs
     no TVM code.
     """
-    from fuzzharness.campaign.db import ResultsDB
-    from fuzzharness.campaign.settings import CampaignSettings
 
     start = time.monotonic()
     out = Path(out)
@@ -139,7 +146,6 @@ def _run_job(job: dict[str, Any], budget: float) -> tuple[BucketRepro, dict[str,
             return res, None
         reply = Path(tmp) / "result.json"
         if p.returncode != 0 or not reply.exists():
-            from fuzzharness.engine.worker_deaths import signal_name
 
             why = signal_name(p.returncode) or f"exit {p.returncode}"
             res.note = f"the minimizing process died ({why})"
@@ -152,7 +158,6 @@ def _run_job(job: dict[str, Any], budget: float) -> tuple[BucketRepro, dict[str,
 
 def bucket_job(job: dict[str, Any]) -> tuple[BucketRepro, dict[str, Any] | None]:
     """Minimize one bucket and write its repro (in a child process; see above)."""
-    from fuzzharness.campaign.settings import CampaignSettings
 
     settings = CampaignSettings.from_dict(job["settings"])
     target = Signature.from_dict(job["target"])
@@ -184,8 +189,6 @@ def _example(row: dict[str, Any], seed: int, settings) -> tuple[Case | None, Ver
     if row["case"] is not None:
         return Case.from_dict(row["case"]), verdict, None
     # no case stored: the failure happened while the schedule was drawn; draw it again
-    from fuzzharness.generators import draw as draws
-    from fuzzharness.generators.cases import draw_case
 
     data = draws.for_case(seed, row["idx"])
     try:
@@ -197,14 +200,11 @@ def _example(row: dict[str, Any], seed: int, settings) -> tuple[Case | None, Ver
 
 def _write(out: Path, key: str, m: MinimizeResult, settings, versions, verify_times: int,
            triage: bool, res: BucketRepro, timeout: float) -> tuple[BucketRepro, dict[str, Any] | None]:
-    from fuzzharness.repro.package import write_repro
 
     d = out / REPROS_DIR / key
     failing_call = None
     case, verdict = m.case, m.verdict
     if case is None and m.choices is not None:  # a failure while drawing the schedule
-        from fuzzharness.kinds.tir.generation_failure import as_case, capture
-        from fuzzharness.repro.kit import NotReproducible
 
         try:
             call = capture(m.choices, settings.generation)
@@ -259,7 +259,6 @@ def _job_main(argv: list[str]) -> int:
     """``python -m fuzzharness.campaign.minimize_buckets JOB.json``: writes result.json beside it."""
     import json
 
-    from fuzzharness.core.plugins import load_plugins
 
     load_plugins()
     path = Path(argv[0])

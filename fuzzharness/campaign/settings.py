@@ -43,7 +43,10 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from fuzzharness.engine.executor import default_workers
+from fuzzharness.backends import backends
+from fuzzharness.backends.rpc import RemoteDevice, unsupported
+from fuzzharness.engine.executor import default_workers, executors
+from fuzzharness.engine.ray_executor import unavailable
 from fuzzharness.generators.cases import GenSettings
 
 DEFAULT_TIME_BUDGET = 120.0
@@ -98,7 +101,6 @@ class CampaignSettings:
         if self.memory_mb < 0 or 0 < self.memory_mb < MIN_MEMORY_MB:
             raise SettingsError(f"memory_mb must be 0 (no limit) or ≥ {MIN_MEMORY_MB} "
                                 "(a worker needs ~300 MB to import TVM and compile)")
-        from fuzzharness.engine.executor import executors
 
         try:
             executors.check([self.executor])
@@ -106,7 +108,6 @@ class CampaignSettings:
         except (KeyError, ValueError) as e:
             raise SettingsError(str(e)) from None
         if self.executor == "ray":
-            from fuzzharness.engine.ray_executor import unavailable
 
             if why := unavailable():
                 raise SettingsError(why)
@@ -117,7 +118,6 @@ class CampaignSettings:
         """The checked :class:`~fuzzharness.backends.rpc.RemoteDevice` (None: run locally)."""
         if not self.rpc:
             return None
-        from fuzzharness.backends.rpc import RemoteDevice
 
         try:
             return RemoteDevice.from_dict({**self.rpc, "timeout": self.timeout})
@@ -125,7 +125,6 @@ class CampaignSettings:
             raise SettingsError(str(e)) from None
 
     def _validate_target(self) -> None:
-        from fuzzharness.backends import backends
 
         target = self.generation.target
         if not isinstance(target, dict) or not isinstance(target.get("kind"), str):
@@ -135,7 +134,6 @@ class CampaignSettings:
         except KeyError as e:
             raise SettingsError(str(e)) from None
         if self.remote_device() is not None:  # runs there, not here
-            from fuzzharness.backends.rpc import unsupported
 
             why = unsupported(target)
             if why:

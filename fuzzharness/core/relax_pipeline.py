@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from fuzzharness.core.tvm_support import replay_trace
+
 SOURCES = ("graph:default", "graph:dlight", "graph:random", "graph:metaschedule")
 #: ConvertLayout targets: conv2d's desired (data, kernel) layouts; pools, elementwise ops
 #: and the rest follow (TVM inserts the transposes)
@@ -101,7 +103,6 @@ def apply_schedules(mod, schedule: dict[str, Any], target: dict[str, Any]):
     """The fused PrimFuncs re-scheduled as the case says (a new module)."""
     import tvm
 
-    from fuzzharness.core.tvm_support import replay_trace
 
     source = schedule.get("source", "graph:default")
     if source == "graph:dlight":

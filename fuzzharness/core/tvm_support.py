@@ -11,6 +11,9 @@ import json
 import platform
 from typing import Any
 
+from fuzzharness.core import warmup
+from fuzzharness.core.version import __version__
+
 
 def tvm():
     import tvm as _tvm
@@ -71,7 +74,6 @@ def replay_trace(func, trace_json: Any, *, seed: int = 1):
         if '"Tensorize"' in text:
             # Tensor intrinsics (wmma, mma...) are registered by name on import (≈10 s, once
             # per process); a trace that tensorizes names them.
-            from fuzzharness.core import warmup
 
             warmup.tensor_intrinsics()  # wmma/mma intrinsics are registered by name
         # The JSON went through json.dumps/loads; TVM wants its own containers back.
@@ -98,7 +100,6 @@ def versions() -> dict[str, str]:
     import tvm as _tvm
     import tvm_ffi
 
-    from fuzzharness.core.version import __version__
 
     try:
         llvm = str(_tvm.target.codegen.llvm_version_major())

@@ -64,6 +64,7 @@ from fuzzharness.engine.pool import (
     MAX_START_FAILURES,
     READY_TIMEOUT,
     SETUP_TIMEOUT,
+    WorkerPool,
     WorkerStartError,
 )
 
@@ -82,7 +83,6 @@ class PoolActor:
 
     def __init__(self, slot: int, timeout: float, memory_mb: int, log_dir: str | None,
                  env: dict[str, str]):
-        from fuzzharness.engine.pool import WorkerPool
 
         self.node = socket.gethostname()
         full_env = dict(os.environ)

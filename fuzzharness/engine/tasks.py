@@ -10,11 +10,13 @@ from typing import Any
 from fuzzharness.core.case import Case
 from fuzzharness.core.tvm_support import blame_tvm
 from fuzzharness.core.verdict import Stage, Status, Verdict
+from fuzzharness.execution.facts import throw_site
+from fuzzharness.execution.stages import execute, out_of_memory_verdict
+from fuzzharness.generators.cases import GenSettings, generate_case
 
 Send = Callable[[dict[str, Any]], None]
 
 def run_task(task: dict[str, Any], send: Send) -> Verdict:
-    from fuzzharness.execution.stages import execute
 
     tid = task.get("task")
     t0 = time.perf_counter()
@@ -45,15 +47,12 @@ def run_task(task: dict[str, Any], send: Send) -> Verdict:
 
 
 def _generate(seed: int, index: int, settings: dict[str, Any]) -> Case:
-    from fuzzharness.generators.cases import GenSettings, generate_case
 
     return generate_case(seed, index, GenSettings.from_dict(settings))
 
 
 def _generation_failure(e: Exception) -> Verdict:
     """A TVM exception while building the random schedule is a finding; ours is not."""
-    from fuzzharness.execution.facts import throw_site
-    from fuzzharness.execution.stages import out_of_memory_verdict
 
     if isinstance(e, MemoryError):
         return out_of_memory_verdict(Stage.GENERATE, e)

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from fuzzharness.core.tvm_support import replay_trace
+
 
 class UnsupportedIndexMap(ValueError):
     """An index-map expression the numpy evaluator does not know (a harness limitation)."""
@@ -90,7 +92,6 @@ class Layout:
 
 def param_layouts(func, trace_json: Any) -> dict[str, Layout]:
     """Parameters that the trace re-laid out → their :class:`Layout` (empty: none)."""
-    from fuzzharness.core.tvm_support import replay_trace
 
     if not trace_json:
         return {}

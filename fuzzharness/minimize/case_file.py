@@ -4,16 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fuzzharness.backends import backends
 from fuzzharness.buckets.signatures import signature
-from fuzzharness.core.case import Case
+from fuzzharness.core.case import Case, CaseFormatError
+from fuzzharness.core.errors import UsageError
+from fuzzharness.core.tvm_support import versions
 from fuzzharness.core.verdict import Verdict
+from fuzzharness.engine.isolated import run_isolated
+from fuzzharness.generators.cases import GenSettings
+from fuzzharness.generators.workloads import workloads
 from fuzzharness.minimize.minimizer import DEFAULT_BUDGET, minimize
 from fuzzharness.minimize.report import REPROS_DIR, BucketRepro, say_to_stderr
+from fuzzharness.repro.package import write_repro
 
 
 def load_case_file(path: str | Path) -> Case:
-    from fuzzharness.core.case import CaseFormatError
-    from fuzzharness.core.errors import UsageError
 
     p = Path(path)
     try:
@@ -27,15 +32,12 @@ def load_case_file(path: str | Path) -> Case:
 
 def check_names(case: Case) -> None:
     """Unknown workload or target kind: a usage error now, not a harness_error verdict later."""
-    from fuzzharness.backends import backends
-    from fuzzharness.generators.workloads import workloads
 
     workloads[case.workload_name]
     backends[case.target.get("kind", "")]
 
 
 def run_once(case: Case, timeout: float) -> Verdict:
-    from fuzzharness.engine.isolated import run_isolated
 
     return run_isolated(case, timeout)
 
@@ -44,9 +46,6 @@ def minimize_case_file(path: str | Path, *, out: Path | None = None,
                        budget: float = DEFAULT_BUDGET, workers: int = 2, timeout: float = 30.0,
                        verify_times: int = 1, triage: bool = True,
                        progress: bool = True) -> BucketRepro:
-    from fuzzharness.core.tvm_support import versions
-    from fuzzharness.generators.cases import GenSettings
-    from fuzzharness.repro.package import write_repro
 
     case = load_case_file(path)
     check_names(case)

@@ -19,6 +19,7 @@ from typing import Any
 
 from fuzzharness.core.case import Case
 from fuzzharness.core.verdict import Verdict
+from fuzzharness.engine.pool import WorkerPool
 
 Predicate = Callable[[dict[str, Any] | None, Verdict], bool]
 
@@ -42,7 +43,6 @@ class Evaluator:
     @property
     def pool(self):
         if self._pool is None:
-            from fuzzharness.engine.pool import WorkerPool
 
             self._pool = WorkerPool(self.workers, timeout=self.timeout, memory_mb=self.memory_mb)
         return self._pool

@@ -33,6 +33,9 @@ from typing import Any
 
 from fuzzharness.core.case import Case
 from fuzzharness.core.verdict import Verdict
+from fuzzharness.engine.tasks import _generation_failure
+from fuzzharness.generators import draw as draws
+from fuzzharness.generators.cases import draw_case
 
 # (case or None when generation raised, verdict or None when abandoned)
 Evaluate = Callable[[Case], Verdict | None]
@@ -54,7 +57,6 @@ class ShrinkResult:
 
 
 def generation_verdict(e: BaseException) -> Verdict:
-    from fuzzharness.engine.tasks import _generation_failure
 
     return _generation_failure(e)  # type: ignore[arg-type]
 
@@ -62,8 +64,6 @@ def generation_verdict(e: BaseException) -> Verdict:
 def draw(choices: Sequence[Any], settings) -> tuple[Case | None, Verdict | None, BaseException | None]:
     """Regenerate from ``choices``: (case, None, None), or (None, verdict, error) if drawing
     raised.  Used by the repro writer too, for cases whose generation fails."""
-    from fuzzharness.generators import draw as draws
-    from fuzzharness.generators.cases import draw_case
 
     data = draws.from_choices(choices)
     try:
@@ -91,8 +91,6 @@ def shrink_choices(choices: Sequence[Any], settings, *, evaluate: Evaluate,
     from hypothesis.internal.conjecture.shrinker import StopShrinking
     from hypothesis.internal.escalation import InterestingOrigin
 
-    from fuzzharness.generators import draw as draws
-    from fuzzharness.generators.cases import draw_case
 
     origin = InterestingOrigin.from_exception(AssertionError("same bug"))
     found: dict[tuple, ShrinkResult] = {}

@@ -35,6 +35,7 @@ from fuzzharness.buckets.signatures import Signature
 from fuzzharness.core.case import Case
 from fuzzharness.core.kinds import kind_of
 from fuzzharness.core.verdict import Verdict
+from fuzzharness.minimize import hypothesis_shrink as hs
 from fuzzharness.minimize import passes
 from fuzzharness.minimize.evaluator import Evaluator
 from fuzzharness.minimize.predicate import SameBug
@@ -151,7 +152,6 @@ def _finish(result: MinimizeResult, ev: Evaluator, start: float) -> MinimizeResu
 
 
 def _hypothesis_phase(result, case, seq, gen_settings, ev, predicate, deadline, say):
-    from fuzzharness.minimize import hypothesis_shrink as hs
 
     say(f"hypothesis: shrinking {len(seq)} choices")
 

@@ -30,8 +30,10 @@ from typing import Any
 
 from fuzzharness.core.case import Case
 from fuzzharness.core.kinds import kind_of
+from fuzzharness.generators.workloads import workloads
 from fuzzharness.minimize import trace_edit
 from fuzzharness.minimize.ddmin import ddmin
+from fuzzharness.minimize.trace_repair import merge_duplicate_lookups, repair
 
 Propose = Callable[[Case], list[Case]]
 DTYPE_PREFERENCE = ("float32", "float16", "float16-acc32")
@@ -46,7 +48,6 @@ def edited(case: Case, **changes: Any) -> Case:
     origin = {k: v for k, v in case.origin.items() if k not in ("choices", "steps")}
     origin.setdefault("minimized_from", case.origin.get("minimized_from") or case.id)
     if "workload" in changes:
-        from fuzzharness.generators.workloads import workloads
 
         wl = workloads[changes["workload"]["name"]]
         origin["dtype"] = wl.dtype_label(changes["workload"]["params"])
@@ -73,7 +74,6 @@ def minimize_trace(case: Case, first_interesting: Callable[[list[Case]], Case | 
     fix = fix or (lambda c: c)
 
     # free simplifications first: dead lookups, repeated lookups
-    from fuzzharness.minimize.trace_repair import merge_duplicate_lookups
 
     for simpler in (trace_edit.drop_dead_lookups(case.trace), merge_duplicate_lookups(case.trace)):
         if simpler != case.trace and (cand := fix(with_trace(case, simpler))) is not None:
@@ -115,8 +115,6 @@ def replay_fixer(stage: str) -> Fix:
     For a bucket decided at the ``schedule`` stage a candidate that fails to replay is kept
     as it is (its failure may be the bug); otherwise it is dropped before it costs a worker.
     """
-    from fuzzharness.generators.workloads import workloads
-    from fuzzharness.minimize.trace_repair import repair
 
     def fix(c: Case) -> Case | None:
         try:
@@ -185,7 +183,6 @@ def _smaller_ints(v: int) -> list[int]:
 
 
 def propose_params(case: Case) -> list[Case]:
-    from fuzzharness.generators.workloads import workloads
 
     wl = workloads[case.workload_name]
     params = case.params
@@ -216,7 +213,6 @@ def propose_params(case: Case) -> list[Case]:
 
 # -- inputs -----------------------------------------------------------------------------------------
 def exact_mode_allowed(case: Case) -> bool:
-    from fuzzharness.generators.workloads import workloads
 
     try:
         specs = workloads[case.workload_name].inputs(case.params)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from fuzzharness.core.tvm_support import replay_trace
 from fuzzharness.minimize import trace_edit
 
 ARITY = re.compile(r"old_outputs\.size\(\) == new_outputs\.size\(\) \((\d+) vs\. (\d+)\)")
@@ -26,7 +27,6 @@ MAX_REPAIRS = 6
 
 def replay_error(func, trace: Any) -> str | None:
     """None when ``trace`` replays on ``func``; else the error text."""
-    from fuzzharness.core.tvm_support import replay_trace
 
     try:
         replay_trace(func, trace)

@@ -34,8 +34,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from fuzzharness.buckets.signatures import Signature
+from fuzzharness.buckets.signatures import Signature, signature
 from fuzzharness.core.case import Case, CaseFormatError
+from fuzzharness.core.tvm_support import versions
+from fuzzharness.core.verdict import Verdict
+from fuzzharness.engine.isolated import run_isolated
+from fuzzharness.repro.verify import run_script
 
 FORMAT = 1
 FILES = ("case.json", "repro.py", "issue.md", "meta.json")
@@ -147,8 +151,6 @@ def add(repro_dir: str | Path, corpus: str | Path, name: str, *, upstream: str =
         known_bug: str | None = None, expected: str = "reproduces",
         title: str | None = None) -> Entry:
     """Copy a verified repro directory into the corpus as entry ``name``."""
-    from fuzzharness.core.case import Case
-    from fuzzharness.core.tvm_support import versions
 
     src = Path(repro_dir)
     if not NAME.match(name):
@@ -186,7 +188,6 @@ def current_signature(entry: Entry) -> Any:
     """The entry's bucket signature as this harness computes it today (its case is run again,
     in a worker process).  It differs from ``meta.json`` when the normalisation of messages
     or the schedule facts changed since the entry was added; :func:`refresh` rewrites it."""
-    from fuzzharness.core.case import Case
 
     return _signature_of(entry.dir, Case.from_json((entry.dir / "case.json").read_text()))
 
@@ -205,10 +206,6 @@ def _signature_of(src: Path, case) -> Any:
     """The case's bucket signature, from running it again (in a worker process) — or, for a
     failure while a schedule was drawn, from its recorded verdict after its script
     reproduced it."""
-    from fuzzharness.buckets.signatures import signature
-    from fuzzharness.core.verdict import Verdict
-    from fuzzharness.engine.isolated import run_isolated
-    from fuzzharness.repro.verify import run_script
 
     if case.origin.get("failing_call") and case.origin.get("failing_verdict"):
         run = run_script(src / "repro.py")

@@ -21,6 +21,7 @@ import re
 from typing import Any
 
 from fuzzharness.buckets.signatures import salient_line
+from fuzzharness.core.tvm_support import replay_trace, structural_equal
 from fuzzharness.core.verdict import Status, Verdict
 
 REPRODUCES, FIXED, OTHER = 1, 0, 2
@@ -97,7 +98,6 @@ def schedule_calls(func, trace: Any) -> tuple[list[str] | None, str]:
     import tvm
     from tvm import s_tir
 
-    from fuzzharness.core.tvm_support import replay_trace, structural_equal
 
     sch = replay_trace(func, trace)
     try:

@@ -34,7 +34,9 @@ from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 
+from fuzzharness.core import warmup
 from fuzzharness.core.registry import Registry
+from fuzzharness.core.tvm_support import is_schedule_error
 
 
 @dataclasses.dataclass
@@ -100,12 +102,10 @@ def register(cls: type[Style]) -> type[Style]:
 
 def gpu_schedule(func, data: Any, target: dict[str, Any], enabled: tuple[str, ...] | None = None) -> GpuSchedule:
     """Draw a style and schedule ``func`` with it (see the module docstring)."""
-    from fuzzharness.core.tvm_support import is_schedule_error
 
     gt = GpuTarget(target)
     if gt.is_cuda:
         # dlight's and MetaSchedule's tensor-core schedules name TVM's registered intrinsics
-        from fuzzharness.core import warmup
 
         warmup.tensor_intrinsics()  # wmma/mma intrinsics are registered by name
     name = data.draw(st.sampled_from(styles.names()))

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from fuzzharness.core import warmup
 from fuzzharness.generators.gpu.base import GpuSchedule, Style, register
+from fuzzharness.generators.gpu.dlight_style import DlightStyle
 
 TRIES = 4
 
@@ -32,7 +34,6 @@ class MetaScheduleStyle(Style):
     def schedule(self, func, data, target):
         import tvm
 
-        from fuzzharness.core import warmup
 
         warmup.tensor_intrinsics()  # wmma/mma intrinsics are registered by name
         from tvm import s_tir
@@ -58,7 +59,6 @@ class MetaScheduleStyle(Style):
             if all(p.apply(sch) for p in postprocs):
                 return GpuSchedule(sch, self.name, notes=[
                     f"{kind} space {which % len(spaces)}/{len(spaces)}, sample {attempt}"])
-        from fuzzharness.generators.gpu.dlight_style import DlightStyle
 
         fallback = DlightStyle().schedule(func, data, target)
         fallback.notes.append(f"metaschedule {kind}: {TRIES} samples refused by postprocessors")

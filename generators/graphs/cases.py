@@ -32,8 +32,26 @@ from typing import Any
 from hypothesis import strategies as st
 
 from fuzzharness.core.case import Case
+from fuzzharness.core.relax_pipeline import (
+    KNOWN_BUG_LAYOUTS,
+    LAYOUTS,
+    fingerprint,
+    graph_target,
+    legalize,
+    param_signature,
+    prim_functions,
+    runs_on_vm,
+)
+from fuzzharness.core.tvm_support import trace_to_json
 from fuzzharness.generators import draw as draws
+from fuzzharness.generators.graphs.generate import draw_graph
+from fuzzharness.generators.graphs.program import build_module
+from fuzzharness.generators.graphs.reference import input_specs
 from fuzzharness.generators.graphs.spec import GRAPH_WORKLOAD
+from fuzzharness.generators.inputs import EXACT_DISTRIBUTIONS, FLOAT_DISTRIBUTIONS
+from fuzzharness.generators.options import draw_options
+from fuzzharness.generators.schedules import ScheduleOptions, random_schedule
+from fuzzharness.generators.schedules.metaschedule import metaschedule_schedule
 
 LAYOUT_FRACTION = 0.3
 FUNCTION_FRACTION = 0.75
@@ -42,11 +60,6 @@ STEPS_PER_FUNCTION = 4
 
 
 def draw_graph_case(data: Any, settings) -> Case:
-    from fuzzharness.core.relax_pipeline import KNOWN_BUG_LAYOUTS, LAYOUTS, graph_target, runs_on_vm
-    from fuzzharness.generators.graphs.generate import draw_graph
-    from fuzzharness.generators.graphs.reference import input_specs
-    from fuzzharness.generators.inputs import EXACT_DISTRIBUTIONS, FLOAT_DISTRIBUTIONS
-    from fuzzharness.generators.options import draw_options
 
     graph = draw_graph(data, settings.dtypes)
     specs = input_specs(graph)
@@ -91,16 +104,6 @@ def draw_graph_case(data: Any, settings) -> Case:
 
 def draw_function_schedules(graph, target, layout, source, data, settings):
     """``({function name: {"trace", "fingerprint"}}, [step dicts])`` for the fused PrimFuncs."""
-    from fuzzharness.core.relax_pipeline import (
-        fingerprint,
-        legalize,
-        param_signature,
-        prim_functions,
-    )
-    from fuzzharness.core.tvm_support import trace_to_json
-    from fuzzharness.generators.graphs.program import build_module
-    from fuzzharness.generators.schedules import ScheduleOptions, random_schedule
-    from fuzzharness.generators.schedules.metaschedule import metaschedule_schedule
 
     funcs = prim_functions(legalize(build_module(graph), target, layout))
     options = ScheduleOptions(max_steps=min(settings.max_steps, STEPS_PER_FUNCTION),

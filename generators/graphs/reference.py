@@ -26,6 +26,7 @@ import numpy as np
 
 from fuzzharness.generators.graphs.ops import graph_ops
 from fuzzharness.generators.graphs.spec import Graph
+from fuzzharness.generators.inputs import InputSpec
 from fuzzharness.oracles import bounds, numerics
 from fuzzharness.oracles.bounds import Approx, Expected
 
@@ -112,7 +113,6 @@ def int_max(graph: Graph) -> int:
 
 
 def input_specs(graph: Graph) -> list[Any]:
-    from fuzzharness.generators.inputs import InputSpec
 
     shapes = graph.shapes()
     scale, m = input_scale(graph), int_max(graph)

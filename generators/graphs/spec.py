@@ -38,6 +38,7 @@ import json
 from typing import Any
 
 from fuzzharness.core.kinds import RELAX_WORKLOAD
+from fuzzharness.core.traces import trace_primitives
 from fuzzharness.generators.graphs.nodes import InvalidGraph, Node, Shape
 from fuzzharness.generators.graphs.ops import graph_ops
 
@@ -209,7 +210,6 @@ def graph_primitives(case: dict[str, Any]) -> tuple[str, ...]:
     A minimized graph case drops operators and traces, so its set shrinks — which is what
     the minimizer's same-bug rule for wrong answers expects (a subset of the original's).
     """
-    from fuzzharness.core.traces import trace_primitives
 
     params = (case.get("workload") or {}).get("params") or {}
     names = {str(n.get("op")) for n in params.get("nodes") or [] if isinstance(n, dict)}

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from fuzzharness.generators.graphs.generate import draw_graph
+from fuzzharness.generators.graphs.program import build_module
+from fuzzharness.generators.graphs.reference import expected, input_specs
 from fuzzharness.generators.graphs.spec import DTYPES, GRAPH_WORKLOAD, Graph
 from fuzzharness.generators.workloads.base import GenOptions, TensorSpec, Workload
 
@@ -24,17 +27,14 @@ class GraphWorkload(Workload):
     default = False  # drawn through fuzzharness.generators.cases' graph_fraction, not as a TIR workload
 
     def draw_params(self, data: Any, options: GenOptions) -> dict[str, Any]:
-        from fuzzharness.generators.graphs.generate import draw_graph
 
         return draw_graph(data, options.dtypes).to_dict()
 
     def source(self, params: dict[str, Any]) -> str:
-        from fuzzharness.generators.graphs.program import build_module
 
         return build_module(Graph.from_dict(params)).script()
 
     def inputs(self, params):
-        from fuzzharness.generators.graphs.reference import input_specs
 
         return input_specs(Graph.from_dict(params))
 
@@ -44,7 +44,6 @@ class GraphWorkload(Workload):
         return [TensorSpec(o, shapes[o], g.dtype) for o in g.outputs]
 
     def reference(self, params, inputs, numerics=None):
-        from fuzzharness.generators.graphs.reference import expected
 
         return expected(Graph.from_dict(params), inputs)
 

@@ -31,6 +31,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from fuzzharness.core import warmup
 from fuzzharness.core.tvm_support import is_schedule_error
 from fuzzharness.generators.schedules.base import LOOKUPS, Step, method_name
 
@@ -43,7 +44,6 @@ SOURCE = "metaschedule"
 
 def prepare() -> None:
     """Import MetaSchedule's tensor intrinsics once per process (see fuzzharness.core.warmup)."""
-    from fuzzharness.core import warmup
 
     warmup.tensor_intrinsics()
 

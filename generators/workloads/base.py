@@ -45,7 +45,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fuzzharness.core.registry import Registry
+from fuzzharness.core.tvm_support import parse_prim_func  # cached: see its docstring
 from fuzzharness.generators.inputs import InputSpec
+from fuzzharness.oracles import numerics
 from fuzzharness.oracles.bounds import Expected
 from fuzzharness.oracles.program import Numerics
 
@@ -121,7 +123,6 @@ class Workload:
 
     # -- helpers ------------------------------------------------------------------------
     def prim_func(self, params: dict[str, Any]):
-        from fuzzharness.core.tvm_support import parse_prim_func  # cached: see its docstring
 
         return parse_prim_func(self.source(params))
 
@@ -130,7 +131,6 @@ class Workload:
         text = self.kernel_source(params)
         if func is not None and text == self.source(params):
             return func
-        from fuzzharness.core.tvm_support import parse_prim_func
 
         return parse_prim_func(text)
 
@@ -220,14 +220,12 @@ def highest(dtype: str) -> str:
 
 def lowest_value(dtype: str) -> float:
     """``T.min_value(dtype)`` as a float (the finite lowest value, not −inf)."""
-    from fuzzharness.oracles import numerics
 
     return float(numerics.int_range(dtype)[0]) if numerics.is_int(dtype) else -numerics.fmt(dtype).max
 
 
 def int_input_max(dtype: str) -> int:
     """The largest symmetric integer magnitude an input of ``dtype`` may take."""
-    from fuzzharness.oracles import numerics
 
     if numerics.is_int(dtype):
         return numerics.int_range(dtype)[1]
@@ -241,7 +239,6 @@ def exact_int_max(k: int, in_dtype: str, sum_dtypes: tuple[str, ...], *, product
     when that is ≤ 2^p of every dtype the sum passes through (``sum_dtypes``: accumulation and
     output), and the inputs themselves must be representable in ``in_dtype``.
     """
-    from fuzzharness.oracles import numerics
 
     def cap(d: str) -> int:
         return numerics.fmt(d).max_exact_int if numerics.is_float(d) else numerics.int_range(d)[1]
@@ -256,7 +253,6 @@ def reduction_limit(options: GenOptions, label: str) -> int:
     at ``2^p`` of a float accumulator — beyond it neither mode can judge (``k·u ≥ 1`` and not
     even inputs of magnitude 1 keep every partial sum exact), so such a case could only be
     inconclusive."""
-    from fuzzharness.oracles import numerics
 
     acc = DTYPE_LABELS[label][1]
     cap = numerics.fmt(acc).max_exact_int if numerics.is_float(acc) else options.max_reduction

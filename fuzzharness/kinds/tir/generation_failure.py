@@ -25,6 +25,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from fuzzharness.core.case import Case
+from fuzzharness.core.tvm_support import is_schedule_error, replay_trace, trace_to_json
+from fuzzharness.generators.workloads import workloads
+from fuzzharness.generators.workloads.base import Workload
+from fuzzharness.minimize import trace_edit
+from fuzzharness.minimize.hypothesis_shrink import draw
+from fuzzharness.minimize.passes import exact_mode_allowed
 from fuzzharness.repro.kit import NotReproducible
 
 
@@ -46,7 +52,6 @@ class _Capture:
 
 
 def _wrap(cap: _Capture, name: str, fn):
-    from fuzzharness.core.tvm_support import is_schedule_error, trace_to_json
 
     @functools.wraps(fn)
     def wrapper(self, *args, **kwargs):
@@ -69,8 +74,6 @@ def capture(choices: Sequence[Any], settings) -> FailingCall:
     """Draw ``choices`` again and capture the schedule call that fails (see module doc)."""
     from tvm import s_tir
 
-    from fuzzharness.generators.workloads.base import Workload
-    from fuzzharness.minimize.hypothesis_shrink import draw
 
     cap = _Capture()
     originals = {}
@@ -112,8 +115,6 @@ def _renumbered(workload: tuple[str, dict], trace_json: Any, line: str) -> tuple
     anew: b0, l1, ...), and the failing call with its variables renamed to match."""
     import re
 
-    from fuzzharness.core.tvm_support import replay_trace, trace_to_json
-    from fuzzharness.generators.workloads import workloads
 
     if not trace_json or not trace_json[0]:
         return trace_json, line
@@ -129,7 +130,6 @@ def _without_unused_lookups(trace_json: Any, line: str) -> Any:
     """Drop lookups that neither the trace nor the failing call uses."""
     import re
 
-    from fuzzharness.minimize import trace_edit
 
     if not trace_json or not trace_json[0]:
         return trace_json
@@ -191,8 +191,6 @@ def as_case(call: FailingCall, settings, origin: dict[str, Any], verdict=None) -
     (``failing_verdict``): replaying the case itself does not fail — the call is not part of
     its trace — so ``fuzzharness repro`` and the corpus take both from there.
     """
-    from fuzzharness.generators.workloads import workloads
-    from fuzzharness.minimize.passes import exact_mode_allowed
 
     target = dict(settings.target) if settings is not None else {"kind": "llvm"}
     case = Case(workload={"name": call.workload, "params": call.params},

@@ -29,6 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from fuzzharness.core.case import Case
+from fuzzharness.core.tvm_support import replay_trace
+from fuzzharness.execution import relayout
+from fuzzharness.kinds.tir.reference import expectation
+from fuzzharness.oracles.compare import judge
+from fuzzharness.oracles.numerics import numpy_dtype
 
 #: pass-manager wrappers, not passes
 WRAPPERS = {"_pipeline", "sequential", "tirx.Filter", "tirx.BindTarget"}
@@ -68,8 +73,6 @@ class _Probe:
     """Compile and run the case with given passes disabled; judge like the harness."""
 
     def __init__(self, case: Case, pattern: str | None):
-        from fuzzharness.core.tvm_support import replay_trace
-        from fuzzharness.kinds.tir.reference import expectation
 
         self.case = case
         self.pattern = pattern
@@ -83,8 +86,6 @@ class _Probe:
         import tvm
         from tvm.ir.instrument import pass_instrument
 
-        from fuzzharness.execution import relayout
-        from fuzzharness.oracles.compare import judge
 
         seen: list[str] = []
         open_: list[str] = []
@@ -143,7 +144,6 @@ def _main_script(mod) -> str:
 
 
 def _np(dtype: str):
-    from fuzzharness.oracles.numerics import numpy_dtype
 
     return numpy_dtype(dtype)
 
@@ -264,8 +264,6 @@ def _dumps(path: Path, case: Case, name: str, budget: float) -> dict[str, str]:
 
 def _scheduled(case: Case) -> str:
     try:
-        from fuzzharness.core.tvm_support import replay_trace
-        from fuzzharness.kinds.tir.reference import expectation
 
         return _script(replay_trace(expectation(case).func, case.trace).mod["main"])
     except Exception:  # noqa: BLE001 - a hint, never a failure

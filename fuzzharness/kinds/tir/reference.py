@@ -23,6 +23,12 @@ from typing import Any
 import numpy as np
 
 from fuzzharness.core.case import Case
+from fuzzharness.core.tvm_support import parse_prim_func
+from fuzzharness.execution import relayout
+from fuzzharness.generators.inputs import make_inputs
+from fuzzharness.generators.workloads import workloads
+from fuzzharness.oracles import bounds, numerics
+from fuzzharness.oracles.program import Numerics
 from fuzzharness.repro import arrays
 
 
@@ -45,12 +51,6 @@ def program_source(workload, params: dict[str, Any]) -> str:
 
 
 def expectation(case: Case) -> Expectation:
-    from fuzzharness.core.tvm_support import parse_prim_func
-    from fuzzharness.execution import relayout
-    from fuzzharness.generators.inputs import make_inputs
-    from fuzzharness.generators.workloads import workloads
-    from fuzzharness.oracles import bounds
-    from fuzzharness.oracles.program import Numerics
 
     wl = workloads[case.workload_name]
     source = program_source(wl, case.params)
@@ -91,7 +91,6 @@ FORMULAS: dict[tuple[str, str], Formula] = {
 
 
 def _fmt(dtype: str):
-    from fuzzharness.oracles import numerics
 
     return numerics.fmt(dtype)
 
@@ -104,7 +103,6 @@ def _pow2(x: float) -> str:
 def _bound_lines(f: Formula, k: int, acc: str, out: str) -> list[str]:
     """The arithmetic of :func:`fuzzharness.oracles.bounds.reduction`, written out (checked bit for bit
     against the harness's numbers by :func:`_agrees` before it is used)."""
-    from fuzzharness.oracles import bounds, numerics
 
     a = _fmt(acc)
     n = max(k - 1, 0) + (1 if f.products else 0)
@@ -140,8 +138,6 @@ def _bound_lines(f: Formula, k: int, acc: str, out: str) -> list[str]:
 
 
 def _formula_body(case: Case, e: Expectation) -> list[str] | None:
-    from fuzzharness.generators.workloads import workloads
-    from fuzzharness.oracles.program import Numerics
 
     body: list[str] = []
     names = [s.name for s in e.input_specs]

@@ -26,8 +26,11 @@ import numpy as np
 from fuzzharness.buckets.signatures import Signature
 from fuzzharness.core.case import Case
 from fuzzharness.core.verdict import Status, Verdict
+from fuzzharness.generators.inputs import TINY_INT
 from fuzzharness.kinds.tir import template as tir_template
 from fuzzharness.kinds.tir.reference import Expectation, expectation, reference_source
+from fuzzharness.oracles import numerics
+from fuzzharness.oracles.numerics import numpy_dtype
 from fuzzharness.repro import arrays, template
 from fuzzharness.repro.kit import (
     DEFAULT_CHILD_TIMEOUT,
@@ -87,14 +90,12 @@ _DIST_CODE = {
 
 
 def _generated_input(case: Case, index: int, spec) -> list[str] | None:
-    from fuzzharness.oracles import numerics
 
     code = _DIST_CODE.get(case.inputs.get("distribution"))
     if code is None:
         return None
     shape = tuple(int(d) for d in spec.shape)
     lines = [f"rng = np.random.default_rng([{int(case.inputs['seed'])}, {index}])  # PCG64"]
-    from fuzzharness.generators.inputs import TINY_INT
 
     lines += [ln.format(s=repr(float(spec.scale)), m=int(spec.int_max),
                         t=min(int(spec.int_max), TINY_INT), shape=shape) for ln in code]
@@ -213,7 +214,6 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str, signature: Signat
 
 
 def _np_dtype_name(dtype: str) -> str:
-    from fuzzharness.oracles.numerics import numpy_dtype
 
     return numpy_dtype(dtype).name
 

@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 
 from fuzzharness.core.registry import Registry
 from fuzzharness.generators.graphs.nodes import InvalidGraph, Node, Shape
+from fuzzharness.generators.workloads.base import draw_extent as base
 from fuzzharness.oracles.bounds import Approx
 
 #: elements of any one value, and multiply-adds of any one node: keeps compile, run and the
@@ -172,6 +173,5 @@ def like(name: str, rank: int) -> list[Any]:
 
 def draw_extent(ctx: DrawContext, hi: int, lo: int = 1) -> int:
     """An extent in [lo, hi], often 1, a prime or a power of two (odd shapes on purpose)."""
-    from fuzzharness.generators.workloads.base import draw_extent as base
 
     return base(ctx.data, hi, lo=lo)
