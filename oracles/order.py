@@ -112,7 +112,7 @@ _CHILD_ATTRS = ("a", "b", "value", "condition", "true_value", "false_value", "ar
                 "seq", "then_case", "else_case", "body")
 
 
-def signature(node, iters: list, lets: dict | None = None) -> Any:
+def op_signature(node, iters: list, lets: dict | None = None) -> Any:
     """A hashable description of ``node``'s arithmetic (see the module docstring, point 1)."""
     from tvm import tirx
 
@@ -131,15 +131,15 @@ def signature(node, iters: list, lets: dict | None = None) -> Any:
         raise _Unsure(f"free variable {node} in a block body")
     if type(node).__name__ in ("TensorLoad", "BufferLoad"):
         buf = node.source if hasattr(node, "source") else node.buffer
-        return ("load", str(buf.dtype), tuple(signature(i, iters, lets) for i in node.indices))
+        return ("load", str(buf.dtype), tuple(op_signature(i, iters, lets) for i in node.indices))
     if isinstance(node, tirx.BufferStore):
-        return ("store", str(node.buffer.dtype), signature(node.value, iters, lets),
-                tuple(signature(i, iters, lets) for i in node.indices))
+        return ("store", str(node.buffer.dtype), op_signature(node.value, iters, lets),
+                tuple(op_signature(i, iters, lets) for i in node.indices))
     if type(node).__name__ == "Bind":
         lets[node.var] = len(lets)
-        return ("bind", str(node.var.ty), signature(node.value, iters, lets))
+        return ("bind", str(node.var.ty), op_signature(node.value, iters, lets))
     if isinstance(node, list | tuple) or type(node).__name__ == "Array":
-        return tuple(signature(x, iters, lets) for x in node)
+        return tuple(op_signature(x, iters, lets) for x in node)
     parts: list[Any] = [type(node).__name__]
     ty = getattr(node, "ty", None)
     if ty is not None:
@@ -153,7 +153,7 @@ def signature(node, iters: list, lets: dict | None = None) -> Any:
             if isinstance(child, str | int | float):
                 parts.append((attr, child))
             else:
-                parts.append((attr, signature(child, iters, lets)))
+                parts.append((attr, op_signature(child, iters, lets)))
     return tuple(parts)
 
 
@@ -161,14 +161,14 @@ def _block_signature(block) -> Any:
     iters = list(block.iter_vars)
     return (
         tuple((int(iv.iter_type), int(iv.dom.extent)) for iv in iters),
-        signature(block.body, iters),
-        signature(block.init, iters),
+        op_signature(block.body, iters),
+        op_signature(block.init, iters),
     )
 
 
 def _update_signature(block) -> Any:
     iters = list(block.iter_vars)
-    return (tuple((int(iv.iter_type), int(iv.dom.extent)) for iv in iters), signature(block.body, iters))
+    return (tuple((int(iv.iter_type), int(iv.dom.extent)) for iv in iters), op_signature(block.body, iters))
 
 
 def _is_copy(block) -> bool:

@@ -92,3 +92,20 @@ def test_harness_bug_is_a_harness_error():
     v = execute(case("matmul", dict(MATMUL, dtype="float32"), distribution="no_such_dist")).verdict
     assert v.status is Status.HARNESS_ERROR and v.stage is Stage.GENERATE
     assert not v.is_finding
+
+
+def test_public_execute_stays_callable_after_the_execution_modules_load():
+    """``fuzzharness.execute`` is the public function, called any number of times — it was
+    once shadowed by a module of the same name after its first call (issue 14)."""
+    import subprocess
+    import sys
+
+    code = ("import fuzzharness\n"
+            "case = fuzzharness.generate_case(3, 0)\n"
+            "first = fuzzharness.execute(case).verdict\n"
+            "second = fuzzharness.execute(case).verdict\n"
+            "assert callable(fuzzharness.execute)\n"
+            "assert first.status == second.status and first.digest == second.digest\n"
+            "print(second.status)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]

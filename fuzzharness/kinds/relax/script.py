@@ -7,18 +7,12 @@ case's mode, spelled with TVM's public API (layout conversion, the Relax legaliz
 fusion passes, each re-scheduled PrimFunc as plain ``sch.<primitive>(...)`` calls from TVM's
 ``Trace.as_python`` — or the trace JSON applied with ``Trace.apply_json_to_schedule`` where
 the Python form does not rebuild the same function —, dlight, the rest of the pipeline and
-``relax.build``); the inputs and the float64 reference values and per-element bounds, packed
-(zlib + base64 of the exact bytes); and a runner that compiles and runs in a child process
-(so a crash of TVM is reported, not fatal) and judges in the parent.
-
-Exit status, as for the single-PrimFunc repros of the minimizer engineer's writer: **1** the
-bug reproduces, **0** fixed (a correct result), **2** something else happened.
-:func:`verify` runs the script in a fresh isolated interpreter (``python -I``, from its own
-directory, so an accidental import of this harness fails).
-
-The campaign's repro writer (:func:`fuzzharness.repro.package.write_repro`) calls
-:func:`write_script` here for graph cases; the returned :class:`Script` has the fields of the
-TIR writer's (``text``, ``expect``, ``notes``, ``schedule_lines``).
+``relax.build``); the inputs and the float64 reference values and per-element bounds (literal
+when small, else packed exactly); and the shared runner (:data:`fuzzharness.repro.template.RUNNER`)
+that compiles and runs in a child process (so a crash of TVM is reported, not fatal) and
+judges in the parent.  The expected failure, the schedule calls, the header and the exit
+statuses come from the shared kit (:mod:`fuzzharness.repro.kit`), as for TIR repros: exit 1
+the bug reproduces, 0 fixed, 2 something else happened.
 """
 
 from __future__ import annotations
@@ -43,39 +37,30 @@ from fuzzharness.generators.graphs import reference
 from fuzzharness.generators.graphs.program import build_module
 from fuzzharness.generators.graphs.spec import Graph
 from fuzzharness.generators.inputs import make_inputs
-from fuzzharness.repro import arrays, template
-from fuzzharness.repro.kit import (
-    DEFAULT_CHILD_TIMEOUT,
-    NotReproducible,
-    Script,
-    expectation_of,
-    header,
-    py_literal,
-    schedule_calls,
-)
+from fuzzharness.repro import arrays, kit, template
 
 #: what a graph script can check: its runner judges outputs and catches errors and signals
 CHECKED = (Status.WRONG_RESULT, Status.NAN_INF, Status.CRASH, Status.COMPILE_ERROR)
 
 
 def write_script(case: Case, verdict: Verdict, *, bucket: str = "", versions: dict | None = None,
-                 title: str = "", **_unused: Any) -> Script:
+                 title: str = "", **_unused: Any) -> kit.Script:
     """The repro script of graph ``case`` whose verdict is ``verdict``."""
     import tvm
 
     target = graph_target(case.target)
     if not runs_on_vm(target) and verdict.stage.value not in ("generate", "lower"):
-        raise NotReproducible(f"running on {target.get('kind')!r} needs a device runtime this "
+        raise kit.NotReproducible(f"running on {target.get('kind')!r} needs a device runtime this "
                               "TVM wheel lacks; scripts cover llvm and the Relax passes")
     if verdict.status not in CHECKED:
-        raise NotReproducible(f"a {verdict.status.value} at {verdict.stage.value} is not "
+        raise kit.NotReproducible(f"a {verdict.status.value} at {verdict.stage.value} is not "
                               "something a graph repro script checks")
-    expect = expectation_of(verdict)
+    expect = kit.expectation_of(verdict)
     graph = Graph.from_dict(case.params)
     mod = build_module(graph)
     module_text = mod.script()
     if not structural_equal(tvm.script.from_source(module_text), mod):
-        raise NotReproducible("the Relax module does not print and parse back to itself")
+        raise kit.NotReproducible("the Relax module does not print and parse back to itself")
     specs = reference.input_specs(graph)
     inputs = make_inputs(specs, case.inputs["distribution"], case.inputs["seed"])
     with np.errstate(all="ignore"):
@@ -115,12 +100,12 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str = "", versions: di
         + "import numpy as np\nimport tvm\nfrom tvm import relax, s_tir\n"
         "from tvm.script import ir as I\nfrom tvm.script import relax as R\n"
         "from tvm.script import tirx as T\n",
-        f"TARGET = {py_literal(target)}\nPASS_CONFIG = {py_literal(case.pass_config)}\n"
-        f"MODE = {source!r}\nLAYOUT = {py_literal(layout)}  # ConvertLayout desired (data, kernel) "
+        f"TARGET = {kit.py_literal(target)}\nPASS_CONFIG = {kit.py_literal(case.pass_config)}\n"
+        f"MODE = {source!r}\nLAYOUT = {kit.py_literal(layout)}  # ConvertLayout desired (data, kernel) "
         "layouts of conv2d\n"
-        f"TIMEOUT = {DEFAULT_CHILD_TIMEOUT}  # seconds for the child process\n"
+        f"TIMEOUT = {kit.DEFAULT_CHILD_TIMEOUT}  # seconds for the child process\n"
         f"# what tvm-fuzzharness saw: {verdict.line()[:200]}\n"
-        f"EXPECT = {py_literal(expect)}\n"
+        f"EXPECT = {kit.py_literal(expect)}\n"
         f"INPUTS = {[s.name for s in specs]!r}  # main's parameters\n"
         f"OUTPUTS = {list(graph.outputs)!r}  # in the order main returns them\n",
         "# -- the graph, as Relax TVMScript " + "-" * 57 + "\n" + _strip_comments(module_text),
@@ -132,12 +117,12 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str = "", versions: di
         parts.append(arrays.UNPACK_HELPER.strip("\n") + "\n")
     parts += [COMPILE.strip("\n") + "\n", template.RUNNER.strip("\n") + "\n"]
     text = "\n\n".join(p.rstrip("\n") + "\n" for p in parts)
-    return Script(text, expect, notes, sched_lines)
+    return kit.Script(text, expect, notes, sched_lines)
 
 
 def _schedule_source(func, trace) -> tuple[str, list[str], str | None]:
     """(body lines of a ``def ...(sch)``, the call lines, a note) for one function's trace."""
-    lines, why = schedule_calls(func, trace)
+    lines, why = kit.schedule_calls(func, trace)
     if lines is not None:
         return "\n".join("    " + ln for ln in lines) or "    pass", lines, None
     text = json.dumps(trace)
@@ -150,7 +135,7 @@ def _strip_comments(text: str) -> str:
 
 
 def _header(case, verdict, bucket, vers, expect, title, source, layout) -> str:
-    return header(title or f"TVM bug reproducer: a Relax graph ({', '.join(case.origin.get('ops') or [])})", [
+    return kit.header(title or f"TVM bug reproducer: a Relax graph ({', '.join(case.origin.get('ops') or [])})", [
         f"Bucket  {bucket}" if bucket else "Bucket  (not bucketed)",
         f"TVM {vers.get('tvm')} · tvm-ffi {vers.get('tvm_ffi')} · LLVM {vers.get('llvm')} · "
         f"numpy {vers.get('numpy')} · Python {vers.get('python')}",
