@@ -222,7 +222,7 @@ def loop_partition_case() -> Case:
 @pytest.fixture(scope="module")
 def minimized_loop_partition():
     from fuzzharness.execution.stages import execute
-    from fuzzharness.minimize import minimize
+    from fuzzharness.minimize.minimizer import minimize
 
     case = loop_partition_case()
     verdict = execute(case).verdict

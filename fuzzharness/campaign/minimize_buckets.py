@@ -34,7 +34,8 @@ from fuzzharness.engine.worker_deaths import signal_name
 from fuzzharness.generators import draw as draws
 from fuzzharness.generators.cases import draw_case
 from fuzzharness.kinds.tir.generation_failure import as_case, capture
-from fuzzharness.minimize.minimizer import DEFAULT_BUDGET, MinimizeResult, minimize
+from fuzzharness.minimize import DEFAULT_BUDGET
+from fuzzharness.minimize.minimizer import MinimizeResult, minimize
 from fuzzharness.minimize.report import REPROS_DIR, BucketRepro, say_to_stderr
 from fuzzharness.repro.kit import NotReproducible
 from fuzzharness.repro.package import write_repro

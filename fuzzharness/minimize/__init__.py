@@ -1,5 +1,6 @@
-"""Minimize failures into the smallest case that is still the same bug (see minimizer.py)."""
+"""Minimize failures into the smallest case that is still the same bug (see minimizer.py).
 
-from fuzzharness.minimize.minimizer import DEFAULT_BUDGET, MinimizeResult, minimize
+This package's ``__init__`` stays light (the CLI reads :data:`DEFAULT_BUDGET` for its
+``--help`` without loading the minimizer, Hypothesis and the generators)."""
 
-__all__ = ["DEFAULT_BUDGET", "MinimizeResult", "minimize"]
+DEFAULT_BUDGET = 120.0  # seconds of minimization per bucket

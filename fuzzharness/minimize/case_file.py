@@ -13,7 +13,8 @@ from fuzzharness.core.verdict import Verdict
 from fuzzharness.engine.isolated import run_isolated
 from fuzzharness.generators.cases import GenSettings
 from fuzzharness.generators.workloads import workloads
-from fuzzharness.minimize.minimizer import DEFAULT_BUDGET, minimize
+from fuzzharness.minimize import DEFAULT_BUDGET
+from fuzzharness.minimize.minimizer import minimize
 from fuzzharness.minimize.report import REPROS_DIR, BucketRepro, say_to_stderr
 from fuzzharness.repro.package import write_repro
 

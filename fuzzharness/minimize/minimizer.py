@@ -35,12 +35,11 @@ from fuzzharness.buckets.signatures import Signature
 from fuzzharness.core.case import Case
 from fuzzharness.core.kinds import kind_of
 from fuzzharness.core.verdict import Verdict
+from fuzzharness.minimize import DEFAULT_BUDGET, passes
 from fuzzharness.minimize import hypothesis_shrink as hs
-from fuzzharness.minimize import passes
 from fuzzharness.minimize.evaluator import Evaluator
 from fuzzharness.minimize.predicate import SameBug
 
-DEFAULT_BUDGET = 120.0  # seconds per bucket
 HYPOTHESIS_SHARE = 0.5  # of the budget, at most
 CONFIRM_TRIES = 3  # runs of the original before a failure counts as not reproducing
 Say = Callable[[str], None]  # one progress line
