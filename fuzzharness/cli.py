@@ -15,18 +15,21 @@ harness failed (interrupted, harness errors, an internal error; one line on stde
 
 from __future__ import annotations
 
-import argparse
-import os
-import sqlite3
-import sys
-import tempfile
-import traceback
-
-from fuzzharness import __version__
-from fuzzharness.commands import commands
 from fuzzharness.core import interrupt
-from fuzzharness.core.children import die_with_parent
-from fuzzharness.core.errors import (
+
+interrupt.install_startup()  # first thing: a Ctrl-C while the rest imports: one line, exit 3
+
+import argparse  # noqa: E402
+import os  # noqa: E402
+import sqlite3  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import traceback  # noqa: E402
+
+from fuzzharness import __version__  # noqa: E402
+from fuzzharness.commands import commands  # noqa: E402
+from fuzzharness.core.children import die_with_parent  # noqa: E402
+from fuzzharness.core.errors import (  # noqa: E402
     EXIT_CODES_HELP,
     EXIT_HARNESS,
     EXIT_OK,
@@ -104,6 +107,7 @@ def _main(argv: list[str]) -> int:
     try:
         args = build_parser().parse_args(argv)
     except KeyboardInterrupt:
+        print("fuzzharness: interrupted before it started; nothing was done", file=sys.stderr)
         return EXIT_HARNESS
     try:
         from fuzzharness.core.plugins import load_plugins

@@ -33,6 +33,20 @@ _installed = False
 interrupted = threading.Event()
 
 
+def install_startup() -> None:
+    """While the CLI is still importing (nothing done, nothing to store): a signal ends the
+    process at once with one line.  :func:`install` replaces this when the work begins."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def startup(signum, frame) -> None:
+        os.write(2, b"fuzzharness: interrupted before it started; nothing was done\n")
+        os._exit(EXIT_HARNESS)
+
+    signal.signal(signal.SIGINT, startup)
+    signal.signal(signal.SIGTERM, startup)
+
+
 def install() -> None:
     """Route SIGINT and SIGTERM of this (main-thread) process through :func:`_first`."""
     global _installed
