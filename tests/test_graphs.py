@@ -18,6 +18,7 @@ from fuzzharness.execution.stages import execute
 from fuzzharness.generators import draw as draws
 from fuzzharness.generators.graphs.ops import DrawContext, graph_ops
 from fuzzharness.generators.graphs.spec import GRAPH_WORKLOAD, Graph, InvalidGraph
+from tests.conftest import need
 
 REQUIRED_OPS = {"conv2d", "matmul", "add", "relu", "gelu", "softmax", "layer_norm",
                 "max_pool2d", "avg_pool2d", "reshape", "transpose", "layout_transform", "concat"}
@@ -361,15 +362,13 @@ CONV1X1 = {"dtype": "float32",
 
 
 def test_adreno_pipeline_runs_on_the_opencl_runtime():
-    if why := _opencl_images():
-        pytest.skip(why)
+    need(_opencl_images())
     v = execute(graph_case(POOL, target=ADRENO)).verdict
     assert v.status is Status.PASS, v.line()
 
 
 def test_adreno_texture_scopes_reach_the_opencl_kernels():
-    if why := _opencl_images():
-        pytest.skip(why)
+    need(_opencl_images())
     from fuzzharness.backends import backends
     from fuzzharness.core.relax_pipeline import graph_target, legalize
     from fuzzharness.generators.graphs.program import build_module
@@ -390,8 +389,7 @@ def test_adreno_texture_scopes_reach_the_opencl_kernels():
                    "a 4-lane texture store under a thread predicate is scalarized and each lane "
                    "writes the whole pixel")
 def test_adreno_texture_conv2d_is_correct():
-    if why := _opencl_images():
-        pytest.skip(why)
+    need(_opencl_images())
     v = execute(graph_case(CONV1X1, target=ADRENO)).verdict
     assert v.status is Status.PASS, v.line()
 

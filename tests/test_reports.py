@@ -166,7 +166,7 @@ def test_known_bugs_and_repro_links(campaigns, tmp_path):
     row = next(tr for tr in new.split("<tr>") if key in tr)
     assert f'href="../camp/repros/{key}/repro.py"' in row and ">reproduced<" in row
     assert (out / f"../camp/repros/{key}/repro.py").resolve().exists()
-    assert f"fuzzharness replay ../camp " in row  # the first case, relative to the report
+    assert "fuzzharness replay ../camp " in row  # the first case, relative to the report
     md = (out / "report.md").read_text()
     assert f"| ../camp/repros/{key}/repro.py | reproduced |" in md
 
