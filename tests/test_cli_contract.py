@@ -82,9 +82,44 @@ def campaign(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("contract") / "run"
     r = run_cli("run", out, "--seed", 3, "--max-cases", 6, "--workers", 2, "--workloads",
                 "matmul,test_matmul_off_by_one", "--dtypes", "float32", "--max-steps", 2,
-                "--no-progress", env=plugin_env())
+                "--json", env=plugin_env())
     assert r.returncode == 1, r.stderr  # new findings
+    (out / "summary.json").write_text(r.stdout)
     return out
+
+
+def test_json_summary_is_the_whole_answer(campaign):
+    """`run --json`: one JSON object on stdout — the exit status, counts, the new findings
+    with severity and repro status — agreeing with the database; nothing else on stdout."""
+    summary = json.loads((campaign / "summary.json").read_text())
+    assert summary["exit_code"] == 1 and summary["exit_meaning"] == "new TVM findings"
+    con = sqlite3.connect(f"file:{campaign / 'results.sqlite'}?mode=ro", uri=True)
+    stored = dict(con.execute("SELECT status, COUNT(*) FROM results GROUP BY status"))
+    keys = {k for (k,) in con.execute("SELECT key FROM buckets WHERE symptom = 'wrong_result'")}
+    con.close()
+    assert summary["counts"] == stored and summary["cases"] == sum(stored.values()) == 6
+    new = summary["new"]
+    assert new and {f["key"] for f in new} >= keys and summary["new_buckets"] == len(new)
+    assert all(f["severity"] == "high" for f in new if f["symptom"] == "wrong_result")
+    # (the test suite switches the end-of-run minimization off: $FUZZHARNESS_MINIMIZE_BUDGET=0)
+    assert all(f["repro_status"] == "not minimized" for f in new)
+    assert all(f["repro_note"].startswith("minimization was off") for f in new), new
+
+
+def test_config_prints_a_settings_file_run_reads_back(tmp_path):
+    first = run_cli("config", "--workers", 3, "--workloads", "matmul,row_sum", "--seed", 9)
+    assert first.returncode == 0, first.stderr
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(first.stdout)
+    again = run_cli("config", "--config", cfg)
+    assert again.returncode == 0, again.stderr
+    body = lambda text: [ln for ln in text.splitlines() if not ln.startswith("#")]  # noqa: E731
+    assert body(again.stdout) == body(first.stdout)
+    assert 'workloads = [\n    "matmul",\n    "row_sum",\n]' in first.stdout
+    listed = json.loads(run_cli("list", "workloads", "targets", "--json").stdout)
+    assert "matmul" in {w["name"] for w in listed["workloads"]}
+    assert {"llvm": True} == {t["name"]: t["runs_here"] for t in listed["targets"]
+                              if t["name"] == "llvm"}
 
 
 @pytest.fixture

@@ -124,9 +124,17 @@ def _minimization_off(conn: sqlite3.Connection, tables: set[str]) -> bool:
     if "sessions" not in tables:
         return False
     row = conn.execute("SELECT argv FROM sessions ORDER BY id DESC LIMIT 1").fetchone()
-    argv = json.loads(row[0]) if row and row[0] else []
-    text = " ".join(map(str, argv))
-    return "--no-minimize" in argv or "--minimize-budget 0 " in text + " "
+    argv = [str(a) for a in (json.loads(row[0]) if row and row[0] else [])]
+    budgets = [b for a, b in zip(argv, argv[1:] + [""], strict=True) if a == "--minimize-budget"]
+    budgets += [a.split("=", 1)[1] for a in argv if a.startswith("--minimize-budget=")]
+    return "--no-minimize" in argv or any(_is_zero(b) for b in budgets)
+
+
+def _is_zero(text: str) -> bool:
+    try:
+        return float(text) == 0
+    except ValueError:
+        return False
 
 
 def _repro_of(f: Finding, rec: dict[str, Any] | None, root: Path, minimize_off: bool) -> None:
@@ -151,6 +159,6 @@ def _repro_of(f: Finding, rec: dict[str, Any] | None, root: Path, minimize_off: 
     if not f.is_new:
         f.repro_note = "a known bug (minimize --all to write one)"
     elif minimize_off:
-        f.repro_note = "minimization was off (--no-minimize)"
+        f.repro_note = "minimization was off (--no-minimize, or a budget of 0)"
     else:
         f.repro_note = "not reached within the time cap, or interrupted"

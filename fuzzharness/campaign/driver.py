@@ -11,9 +11,12 @@ primary key on the case index makes a duplicate impossible.  The workers die wit
 (see :mod:`fuzzharness.engine.worker`).
 
 Reporting: failures are grouped into buckets (:mod:`fuzzharness.buckets.signatures`) and each bucket is
-matched against the known-bugs file.  :attr:`CampaignSummary.exit_code` is 0 when every TVM
-finding of the campaign is a known bug, 1 when there is a new one.  Harness errors are
-reported apart and never counted as TVM findings.
+matched against the known-bugs file.  :attr:`CampaignSummary.exit_code` is 3 when the run
+was interrupted (Ctrl-C/SIGTERM: the finished cases are stored, the workers and the
+minimizer's processes ended, and no minimization starts after an interrupt), else 1 when
+there is a new TVM finding, else 3 when cases ended in harness errors, else 0
+(:mod:`fuzzharness.core.errors`).  Harness errors are reported apart and never counted as
+TVM findings.
 """
 
 from __future__ import annotations

@@ -217,6 +217,16 @@ def campaign_directory(args) -> tuple[Path | None, bool]:
     return directory, resume
 
 
+def session_argv(args, argv: list[str]) -> list[str]:
+    """The command line stored with the session; a minimization budget that came from
+    $FUZZHARNESS_MINIMIZE_BUDGET is written out, so the record says what was in effect."""
+    import os
+
+    if args.minimize_budget is None and not args.no_minimize and os.environ.get(MINIMIZE_BUDGET_ENV, "").strip():
+        return ["run", *argv, f"--minimize-budget={minimize_budget(args):g}"]
+    return ["run", *argv]
+
+
 def minimize_budget(args) -> float:
     import math
     import os
@@ -246,7 +256,7 @@ def main(args, argv) -> int:
         over = resume_overrides(args)
         status.check_resumable(directory, force=args.force)
         args._campaign_dir = directory
-        campaign = Campaign(directory, resume=True, overrides=over, argv=["run", *argv],
+        campaign = Campaign(directory, resume=True, overrides=over, argv=session_argv(args, argv),
                             progress=progress, minimize_budget=minimize_budget(args))
     else:
         settings = settings_from_args(args).validate()
@@ -258,7 +268,7 @@ def main(args, argv) -> int:
             datetime.datetime.now().strftime("%Y%m%d-%H%M%S") + f"-seed{settings.seed}")
         check_writable_dir(out, "the campaign directory")
         budget = minimize_budget(args)
-        campaign = Campaign(out, settings, argv=["run", *argv], progress=progress,
+        campaign = Campaign(out, settings, argv=session_argv(args, argv), progress=progress,
                             minimize_budget=budget)
         args._campaign_dir = out
     if not quiet:
