@@ -88,6 +88,7 @@ def campaign(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_json_summary_is_the_whole_answer(campaign):
     """`run --json`: one JSON object on stdout — the exit status, counts, the new findings
     with severity and repro status — agreeing with the database; nothing else on stdout."""
@@ -174,6 +175,7 @@ def test_campaign_directory_that_cannot_be(tmp_path):
     assert afile.read_text() == "x"
 
 
+@pytest.mark.slow
 def test_case_files_that_are_not_cases(campaign, tmp_path):
     """Garbage in a case file is a usage error, never a TVM compile_error."""
     con = sqlite3.connect(f"file:{campaign / 'results.sqlite'}?mode=ro", uri=True)
@@ -203,6 +205,7 @@ def test_case_files_that_are_not_cases(campaign, tmp_path):
     one_line(run_cli("replay", campaign, 0, "--timeout", "nan"), "must be a finite number")
 
 
+@pytest.mark.slow
 def test_outputs_checked_before_the_work(campaign, tmp_path):
     """`minimize CASE --out FILE`, `repro CASE --out FILE/x`, `minimize DIR --bucket unknown`:
     refused before anything runs (nothing on stdout, no repro written)."""
@@ -241,6 +244,7 @@ def _corrupt_a_page(db: Path) -> None:
         f.write(b"\xff" * 12)
 
 
+@pytest.mark.slow
 def test_corrupt_database_is_never_written(copy):
     _corrupt_a_page(copy / "results.sqlite")
     before = db_bytes(copy)
@@ -251,6 +255,7 @@ def test_corrupt_database_is_never_written(copy):
     assert db_bytes(copy) == before
 
 
+@pytest.mark.slow
 def test_resume_of_another_version_refused_unless_forced(copy):
     con = sqlite3.connect(copy / "results.sqlite")
     (versions,) = con.execute("SELECT versions FROM campaign").fetchone()
@@ -266,6 +271,7 @@ def test_resume_of_another_version_refused_unless_forced(copy):
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr  # its new findings
 
 
+@pytest.mark.slow
 def test_old_spellings_keep_working(campaign):
     r = run_cli("replay", "--db", campaign, 0, env=plugin_env())
     assert r.returncode in (0, 1) and "reproduced: yes" in r.stdout, r.stdout + r.stderr
@@ -296,6 +302,7 @@ def read_only_mounts():
         pytest.skip(reason)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pending_log", [False, True])
 def test_read_only_campaign_is_readable(read_only_mounts, copy, tmp_path, pending_log):
     sessions = 1

@@ -10,6 +10,8 @@ import pytest
 from fuzzharness.campaign import coverage
 from tests.conftest import run_cli
 
+pytestmark = pytest.mark.slow  # campaigns, subprocesses, clusters
+
 
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):

@@ -235,6 +235,7 @@ def test_tensor_core_schedules_compile_with_wmma(dtype, nvcc):
         assert "nvcuda::wmma::mma_sync" in code.source
 
 
+@pytest.mark.slow
 def test_generated_gpu_cases_are_deterministic_and_end_in_verdicts(opencl):
     from fuzzharness.generators.cases import TARGET_PRESETS, GenSettings, generate_case
 
@@ -251,6 +252,7 @@ def test_generated_gpu_cases_are_deterministic_and_end_in_verdicts(opencl):
     assert "dlight" in seen and len(seen) >= 2, seen
 
 
+@pytest.mark.slow
 def test_campaign_on_the_adreno_target(tmp_path, opencl):
     out = tmp_path / "camp"
     r = run_cli("run", "--target", "adreno", "--seed", 3, "--max-cases", 6, "--workers", 1,

@@ -95,6 +95,7 @@ def test_generation_is_deterministic_and_valid():
     assert len({d["id"] for d in a}) == 6
 
 
+@pytest.mark.slow
 def test_default_campaigns_mix_tir_and_graph_cases():
     from fuzzharness.generators.cases import GenSettings, generate_case
 
@@ -203,6 +204,7 @@ def test_minimization_keeps_the_failure_and_shrinks_the_graph():
     assert small.origin["minimized_from"] == case.id
 
 
+@pytest.mark.slow
 def test_repro_script_reproduces_and_says_fixed_when_fixed(tmp_path):
     from fuzzharness.core.kinds import kind_of
     from fuzzharness.repro.verify import run_script
@@ -221,6 +223,7 @@ def test_repro_script_reproduces_and_says_fixed_when_fixed(tmp_path):
     assert again.exit_code == 0, again.output
 
 
+@pytest.mark.slow
 def test_minimize_command_shrinks_a_graph_case_into_a_verified_relax_repro(tmp_path):
     """The campaign minimizer on a graph case: per-function trace ddmin, then the graph
     passes; the repro is Relax TVMScript, verified in a fresh process; the issue says Relax."""
@@ -481,7 +484,7 @@ def test_cli_rejects_a_bad_graph_fraction(tmp_path):
 
     r = run_cli("run", "--graph-fraction", "1.5", "--max-cases", "1", "--out", tmp_path / "x")
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0
-    assert "graph_fraction" in r.stderr
+    assert "--graph-fraction: must be between 0 and 1" in r.stderr
 
 
 if os.environ.get("FUZZHARNESS_GRAPH_SWEEP"):  # heavy: benchmarks/graph_false_alarms.py

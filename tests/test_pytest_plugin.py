@@ -19,6 +19,8 @@ import pytest
 
 from tests.conftest import ROOT, _plugin_installed, run_cli
 
+pytestmark = pytest.mark.slow  # campaigns, subprocesses, clusters
+
 WRONG = "tests.plugins.wrong_programs"
 
 

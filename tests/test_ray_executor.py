@@ -26,6 +26,8 @@ import pytest
 from tests.conftest import ROOT, run_cli
 from tests.test_engine_crashes import MEMORY_MB, N_CASES, TIMEOUT, chaos_seed
 
+pytestmark = pytest.mark.slow  # campaigns, subprocesses, clusters
+
 #: Ray on the loopback address only (Ray otherwise binds the machine's outward address), and
 #: no cluster token (Ray ≥ 2.5x asks drivers for one by default): a private test cluster.
 #: Ray reads these when it is imported, so this test process (a Ray driver in one test) sets

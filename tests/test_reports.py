@@ -20,6 +20,8 @@ import pytest
 
 from tests.conftest import ROOT, run_cli
 
+pytestmark = pytest.mark.slow  # campaigns, subprocesses, clusters
+
 
 @pytest.fixture(scope="module")
 def campaigns(tmp_path_factory):
