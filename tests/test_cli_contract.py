@@ -427,7 +427,10 @@ class Driver:
 
 def _stopped(d: Driver, since: float, kids: set[int], needle: str) -> str:
     code, out, err, took = d.finish(since)
-    lines = d.after_signal  # progress printed before the signal is not part of the answer
+    # the answer: one line, the last; progress lines (indented, "  minimize: ...") that were
+    # on their way when the signal came are not part of it
+    lines = [ln for ln in d.after_signal if not ln.startswith(" ")]
+    assert d.after_signal and d.after_signal[-1] == lines[-1], err
     assert code == 3, (code, err, out[-1500:])
     assert took < STOP_WITHIN, took
     assert "Traceback" not in err and "Traceback" not in out, err
