@@ -130,6 +130,9 @@ def _main(argv: list[str]) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
     except Exception as e:  # noqa: BLE001 - a bug of ours: one line, traceback in a file
+        if interrupt.interrupted.is_set():  # the interrupt, wrapped by what it cut short
+            print(_interrupted_line(args), file=sys.stderr, flush=True)  # (a class body's
+            return EXIT_HARNESS  # __set_name__ raises RuntimeError from KeyboardInterrupt)
         print(_internal_error(e), file=sys.stderr)
         return EXIT_HARNESS
 
