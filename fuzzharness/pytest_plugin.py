@@ -43,8 +43,10 @@ comes from the profile: ``--fuzz-profile`` names a Hypothesis settings profile �
 (default: 150 cases, ``derandomize=True`` → the fixed seed 0, so CI runs the same cases every
 time) or ``nightly`` (2000 cases, a fresh random seed, longer schedules), or any profile a
 project registered with ``hypothesis.settings.register_profile``.  ``max_examples`` is the
-number of cases and ``derandomize`` picks the seed policy; ``--fuzz-cases N`` overrides the
-number.  The sample has at least one case per available (target, workload, dtype).
+number of cases and ``derandomize`` picks the seed policy; a profile's sample has at least
+one case per available (target, workload, dtype).  ``--fuzz-cases N`` runs exactly N cases
+(spread evenly over the combinations when N is smaller).  Every failure prints the command
+that runs it again — the same seed, profile, number and filters, and its node id.
 
 Case ``i`` of the sample is ``generate_case(seed, i, GenSettings(workloads=(w,),
 dtypes=(d,), target=T))`` with its combination chosen round robin — the same seed and
@@ -254,7 +256,7 @@ def differential_case(request) -> DifferentialCase:
     spec = request.param
     if spec is None:
         pytest.skip("differential cases run with -m differential")
-    return DifferentialCase(request.config.stash[_STATE], spec)
+    return DifferentialCase(request.config.stash[_STATE], spec, request.node.nodeid)
 
 
 @pytest.fixture
@@ -268,8 +270,8 @@ def corpus_entry(request) -> CorpusEntry:
 class DifferentialCase:
     """One sampled case; :meth:`check` runs it and turns its verdict into a test outcome."""
 
-    def __init__(self, state, spec):
-        self.state, self.spec = state, spec
+    def __init__(self, state, spec, nodeid: str | None = None):
+        self.state, self.spec, self.nodeid = state, spec, nodeid
 
     def run(self):
         """The :class:`~fuzzharness.engine.executor.TaskResult` of this case."""
@@ -279,7 +281,8 @@ class DifferentialCase:
         from fuzzharness.differential.outcomes import check_case
 
         check_case(self.state, self.run(), f"{self.spec.workload} {self.spec.dtype} on "
-                   f"{self.spec.target}, seed {self.state.seed} index {self.spec.index}")
+                   f"{self.spec.target}, seed {self.state.seed} index {self.spec.index}",
+                   self.nodeid)
 
 
 class CorpusEntry:

@@ -93,20 +93,24 @@ class GenSettings:
     def validate(self) -> GenSettings:
         """Raise UnknownName / ValueError for names and values a user got wrong."""
 
+        for name in ("workloads", "dtypes", "primitives"):  # None: all; () selects nothing
+            if getattr(self, name) is not None and not getattr(self, name):
+                raise ValueError(f"{name}: an empty list selects nothing (leave it out for all)")
         names = workloads.check(self.workloads or [])
         primitives.check([p for p in self.primitives or [] if p != SOURCE])
         if self.dtypes is not None:
-            pool = self.workload_names() if names else workloads.names()
+            pool = names or workloads.names()
             known = {d for w in pool for d in workloads[w].dtype_labels}
             bad = [d for d in self.dtypes if d not in known]
             if bad:
-                raise ValueError(f"unknown dtype {bad[0]!r}; known: {', '.join(sorted(known))}")
+                which = f" of workload(s) {', '.join(names)}" if names else ""
+                raise ValueError(f"unknown dtype {bad[0]!r}{which}; known: {', '.join(sorted(known))}")
         if self.max_steps < 0 or self.max_reduction < 1:
             raise ValueError("max_steps must be ≥ 0 and max_reduction ≥ 1")
-        for name in ("exact_fraction", "metaschedule_fraction", "option_fraction",
-                     "graph_fraction"):
-            if not 0 <= getattr(self, name) <= 1:
-                raise ValueError(f"{name} must be between 0 and 1")
+        for name in ("exact_fraction", "special_fraction", "metaschedule_fraction",
+                     "option_fraction", "graph_fraction"):
+            if not 0 <= getattr(self, name) <= 1:  # nan fails too
+                raise ValueError(f"{name} must be between 0 and 1 (got {getattr(self, name)!r})")
 
         if not isinstance(self.target, dict) or "kind" not in self.target:
             raise ValueError("target must be a table with a 'kind', e.g. { kind = \"cuda\" }")

@@ -17,6 +17,15 @@ Frames (each with a ``campaign`` column naming the directory it came from):
 ``campaigns``  one row per directory: campaign, path, seed, created, versions, settings
 ``repros``     one row per written repro: campaign, bucket, path (``DIR/repros/<bucket>/``),
                reproduced (True/False/None when nothing recorded it)
+``findings``   one row per TVM finding bucket of each campaign, most severe first:
+               :class:`fuzzharness.buckets.findings.Finding` fields (severity, known bug,
+               repro path relative to the campaign directory, repro status and why) — the
+               same query ``fuzzharness status`` and ``run --json`` use
+``coverage``   the stored coverage table (:mod:`fuzzharness.campaign.coverage`): axis, value,
+               drawn, proposed, accepted, compiled, verdict
+
+Databases are opened with :func:`fuzzharness.core.storage.connect_readonly`: a campaign in a
+read-only directory (WAL files that cannot be created) is read all the same.
 """
 
 from __future__ import annotations
@@ -29,7 +38,10 @@ from typing import Any
 
 import pandas as pd
 
+from fuzzharness.buckets.findings import Finding, campaign_findings
+from fuzzharness.buckets.known_bugs import KnownBugs
 from fuzzharness.core.errors import UsageError
+from fuzzharness.core.storage import connect_readonly
 from fuzzharness.core.traces import trace_primitives
 
 APPLICATION = "tvm-fuzzharness"
@@ -43,6 +55,8 @@ class Campaigns:
     sessions: pd.DataFrame
     campaigns: pd.DataFrame
     repros: pd.DataFrame
+    findings: pd.DataFrame
+    coverage: pd.DataFrame
 
 
 def database_path(d: str | Path) -> Path:
@@ -64,7 +78,10 @@ def database_path(d: str | Path) -> Path:
 
 
 def _connect(db: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+    try:
+        conn = connect_readonly(db)
+    except sqlite3.DatabaseError as e:
+        raise UsageError(f"{db}: unreadable database ({e})") from None
     try:
         tables = _tables(conn)
         if "meta" not in tables or "results" not in tables:
@@ -89,18 +106,21 @@ def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
     return [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
 
 
-def load_campaigns(dirs: list[str | Path]) -> Campaigns:
-    """Load every directory (order kept); :class:`UsageError` names the first bad one."""
+def load_campaigns(dirs: list[str | Path], known_bugs: KnownBugs | None = None) -> Campaigns:
+    """Load every directory (order kept); :class:`UsageError` names the first bad one.
+    ``known_bugs``: what the findings are matched against (default: the packaged file)."""
     if not dirs:
         raise UsageError("no campaign directory given")
+    known = known_bugs if known_bugs is not None else KnownBugs.load()
     labels = _labels([Path(d) for d in dirs])
-    parts: dict[str, list[pd.DataFrame]] = {k: [] for k in ("results", "buckets", "sessions",
-                                                            "campaigns", "repros")}
+    parts: dict[str, list[pd.DataFrame]] = {k: [] for k in _EMPTY}
     for d, label in zip(dirs, labels, strict=True):
         db = database_path(d)
         conn = _connect(db)
         try:
             one = _load_one(conn, label, db.parent)
+            one["findings"] = _findings(conn, known, label, db.parent)
+            one["coverage"] = _coverage(conn, label)
         except sqlite3.DatabaseError as e:
             raise UsageError(f"{db}: unreadable database ({e})") from None
         finally:
@@ -119,7 +139,25 @@ _EMPTY = {
     "sessions": ["campaign", "id", "started", "ended", "cases"],
     "campaigns": ["campaign", "path", "seed", "created", "versions", "settings", "cases"],
     "repros": ["campaign", "bucket", "path", "reproduced"],
+    "findings": ["campaign", "root", *(f.name for f in dataclasses.fields(Finding)), "new"],
+    "coverage": ["campaign", "axis", "value", "drawn", "proposed", "accepted", "compiled",
+                 "verdict"],
 }
+
+
+def _findings(conn: sqlite3.Connection, known: KnownBugs, label: str, root: Path) -> pd.DataFrame:
+    rows = [{"campaign": label, "root": str(root), **f.to_dict()}
+            for f in campaign_findings(conn, known, root)]
+    return pd.DataFrame(rows, columns=_EMPTY["findings"])
+
+
+def _coverage(conn: sqlite3.Connection, label: str) -> pd.DataFrame:
+    if "coverage" not in _tables(conn):
+        return pd.DataFrame(columns=_EMPTY["coverage"])
+    frame = pd.read_sql_query("SELECT axis, value, drawn, proposed, accepted, compiled, verdict "
+                              "FROM coverage", conn)
+    frame.insert(0, "campaign", label)
+    return frame
 
 
 def _concat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
@@ -148,8 +186,8 @@ def _load_one(conn: sqlite3.Connection, label: str, root: Path) -> dict[str, pd.
         rec = dict(zip(want, row[:-1], strict=True))
         case = json.loads(row[-1]) if row[-1] else {}
         rec["source"] = (case.get("schedule") or {}).get("source")
-        rec["primitives"] = (case_primitives(case, trace_primitives) if case
-                             else (NOT_RECORDED,))
+        # a case that failed while its schedule was drawn is not stored: no primitives known
+        rec["primitives"] = case_primitives(case, trace_primitives) if case else ()
         records.append(rec)
     results = pd.DataFrame.from_records(records, columns=[c for c in _EMPTY["results"][1:]
                                                           if c in want or c in ("source", "primitives")])
@@ -193,9 +231,6 @@ def case_primitives(case: dict[str, Any], trace_primitives) -> tuple[str, ...]:
         names = set(trace_primitives((case.get("schedule") or {}).get("trace")))
     return tuple(sorted(names))
 
-
-#: the primitive label of a case that was not stored (TVM raised while it was generated)
-NOT_RECORDED = "(case not recorded)"
 
 #: column names the minimizer's repro table might use (read defensively: it is theirs)
 _REPRO_KEY = ("bucket", "bucket_key", "key", "signature_key")

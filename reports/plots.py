@@ -18,12 +18,22 @@ import math
 import numpy as np
 import pandas as pd
 
+#: one colour per verdict status — every status has one (tests/test_reports.py checks it
+#: against fuzzharness.core.verdict.Status), shared by the plots and the HTML badges
 STATUS_COLORS = {
     "pass": "#4c9a5b", "inconclusive": "#b8b8b8", "schedule_rejected": "#d9d9d9",
     "wrong_result": "#c0392b", "nan_inf": "#8e44ad", "order_preserving_divergence": "#e67e22",
-    "compile_error": "#e6b422", "crash": "#2c3e50", "timeout": "#7f8c8d",
-    "harness_error": "#3498db",
+    "reference_mismatch": "#d35400", "compile_error": "#e6b422", "crash": "#2c3e50",
+    "timeout": "#7f8c8d", "harness_error": "#3498db",
 }
+#: the failure-rate groups of fuzzharness.reports.tables.FINDING_GROUPS: label and colour
+GROUP_STYLE = {
+    "wrong": ("wrong answer / nan / divergence", STATUS_COLORS["wrong_result"]),
+    "reference": ("reference mismatch", STATUS_COLORS["reference_mismatch"]),
+    "compile": ("compile error", STATUS_COLORS["compile_error"]),
+    "crash": ("crash / timeout", STATUS_COLORS["crash"]),
+}
+SEVERITY_COLORS = {"high": "#c0392b", "medium": "#e67e22", "low": "#e6b422", "triage": "#d35400"}
 
 
 def available() -> bool:
@@ -86,14 +96,11 @@ def failure_rates(rates: pd.DataFrame, top: int = 25, min_cases: int = 3) -> str
     fig = _figure(9, 0.8 + 0.28 * len(r))
     ax = fig.add_subplot()
     y = np.arange(len(r))
-    wrong = (r["wrong"] / r["cases"]).to_numpy()
-    comp = (r["compile"] / r["cases"]).to_numpy()
-    crash = (r["crash"] / r["cases"]).to_numpy()
-    ax.barh(y, wrong, color=STATUS_COLORS["wrong_result"], label="wrong answer", height=0.7)
-    ax.barh(y, comp, left=wrong, color=STATUS_COLORS["compile_error"], label="compile error",
-            height=0.7)
-    ax.barh(y, crash, left=wrong + comp, color=STATUS_COLORS["crash"], label="crash / timeout",
-            height=0.7)
+    left = np.zeros(len(r))
+    for group, (label, color) in GROUP_STYLE.items():
+        share = (r[group] / r["cases"]).to_numpy(dtype=float)
+        ax.barh(y, share, left=left, color=color, label=label, height=0.7)
+        left += share
     for yi, (rate, n) in enumerate(zip(r["rate"], r["cases"], strict=True)):
         ax.text(rate + 0.005, yi, f"{rate:.0%} of {n}", va="center", fontsize=7)
     ax.set_yticks(y, list(r.index), fontsize=8)
@@ -102,7 +109,7 @@ def failure_rates(rates: pd.DataFrame, top: int = 25, min_cases: int = 3) -> str
     ax.xaxis.set_major_formatter(lambda v, _: f"{v:.0%}")
     ax.set_xlabel("share of the cases that applied the primitive")
     ax.set_title("failure rate by schedule primitive")
-    fig.legend(fontsize=7, loc="outside lower center", ncols=3)
+    fig.legend(fontsize=7, loc="outside lower center", ncols=4)
     return _svg(fig, "failure_rates")
 
 
@@ -148,26 +155,34 @@ def ratios(passing: pd.DataFrame) -> str | None:
     return _svg(fig, "ratios")
 
 
-def history(summary: pd.DataFrame) -> str | None:
-    """Nightly history: cases/s and findings per campaign (only for several campaigns)."""
-    if not available() or len(summary) < 2:
+def history(trends: pd.DataFrame) -> str | None:
+    """Nightly history (several campaigns): new and known finding buckets per campaign
+    (bars), throughput and coverage (lines) — :func:`fuzzharness.reports.tables.trends`."""
+    if not available() or len(trends) < 2:
         return None
-    fig = _figure(9, 3.2)
-    ax = fig.add_subplot()
-    x = np.arange(len(summary))
-    ax.bar(x - 0.2, summary["findings"], width=0.4, color=STATUS_COLORS["wrong_result"],
-           label="findings")
-    ax.bar(x + 0.2, summary["new_buckets"].fillna(0), width=0.4, color="#e67e22",
-           label="new buckets")
-    ax.set_ylabel("count")
+    fig = _figure(9, 5.2)
+    ax, cov = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
+    x = np.arange(len(trends))
+    ax.bar(x - 0.2, trends["new_buckets"], width=0.4, color=STATUS_COLORS["wrong_result"],
+           label="new finding buckets")
+    ax.bar(x + 0.2, trends["known_buckets"], width=0.4, color="#7f8c8d",
+           label="known-bug buckets")
+    ax.set_ylabel("buckets")
     ax2 = ax.twinx()
-    ax2.plot(x, summary["cases_per_s"], color="#2c3e50", marker="o", label="cases / s")
+    ax2.plot(x, trends["cases_per_s"], color="#2c3e50", marker="o", label="cases / s")
     ax2.set_ylabel("cases / s")
     ax2.set_ylim(bottom=0)
-    ax.set_xticks(x, [f"{c}\n{d}" for c, d in zip(summary["campaign"], summary["date"],
-                                                   strict=True)], fontsize=7)
-    ax.set_title("campaign history")
+    ax.set_title("findings and throughput per campaign")
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
     ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="upper left")
+    for col, label, color in (("primitives_accepted", "schedule primitives accepted", "#4c9a5b"),
+                              ("pairs_judged", "workload/dtype pairs judged", "#3498db")):
+        if trends[col].notna().any():
+            cov.plot(x, trends[col].astype(float), marker="o", color=color, label=label)
+    cov.set_ylabel("coverage")
+    cov.set_ylim(bottom=0)
+    cov.legend(fontsize=7, loc="lower left")
+    cov.set_xticks(x, [f"{c}\n{d}" for c, d in zip(trends["campaign"], trends["date"],
+                                                    strict=True)], fontsize=7)
     return _svg(fig, "history")

@@ -19,6 +19,7 @@ Definitions used throughout:
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -57,25 +58,109 @@ def status_counts(data: Campaigns) -> pd.Series:
     return counts.reindex([s for s in STATUS_ORDER if s in counts.index])
 
 
+#: how the failure-rate table splits findings (every finding status is in exactly one)
+FINDING_GROUPS = {
+    "wrong": ("wrong_result", "nan_inf", "order_preserving_divergence"),
+    "reference": ("reference_mismatch",),
+    "compile": ("compile_error",),
+    "crash": ("crash", "timeout"),
+}
+RATE_COLUMNS = ["cases", "findings", "rate", *FINDING_GROUPS]
+
+
 def failure_rate_by_primitive(data: Campaigns) -> pd.DataFrame:
     """Per schedule primitive: cases that applied it, findings among them, the rate, and the
-    findings split into wrong answers (wrong_result/nan_inf/divergence) and compile/crash."""
+    findings split into :data:`FINDING_GROUPS` (wrong answers — wrong_result, nan_inf,
+    divergence —, reference mismatches, compile errors, crashes and timeouts).
+
+    Only real primitives: a case that applied none (an unscheduled case) or whose case was
+    not stored (TVM failed while its schedule was drawn) is counted by no row here."""
     r = data.results
     if r.empty:
-        return pd.DataFrame(columns=["cases", "findings", "rate", "wrong", "compile", "crash"])
-    e = r[["status", "primitives"]].explode("primitives")
-    e["primitives"] = e["primitives"].fillna("(no schedule step)")
+        return pd.DataFrame(columns=RATE_COLUMNS)
+    e = r[["status", "primitives"]].explode("primitives").dropna(subset=["primitives"])
+    if e.empty:
+        return pd.DataFrame(columns=RATE_COLUMNS)
     e["finding"] = is_finding(e["status"])
-    e["wrong"] = e["status"].isin(["wrong_result", "nan_inf", "order_preserving_divergence"])
-    e["compile"] = e["status"] == "compile_error"
-    e["crash"] = e["status"].isin(["crash", "timeout"])
-    g = e.groupby("primitives").agg(cases=("status", "size"), findings=("finding", "sum"),
-                                    wrong=("wrong", "sum"), compile=("compile", "sum"),
-                                    crash=("crash", "sum"))
+    agg = {"cases": ("status", "size"), "findings": ("finding", "sum")}
+    for name, statuses in FINDING_GROUPS.items():
+        e[name] = e["status"].isin(statuses)
+        agg[name] = (name, "sum")
+    g = e.groupby("primitives").agg(**agg)
     g["rate"] = g["findings"] / g["cases"]
     g.index.name = "primitive"
-    return g[["cases", "findings", "rate", "wrong", "compile", "crash"]].sort_values(
-        ["rate", "cases"], ascending=[False, False])
+    return g[RATE_COLUMNS].sort_values(["rate", "cases"], ascending=[False, False])
+
+
+def findings_table(data: Campaigns) -> pd.DataFrame:
+    """The findings of every campaign (``data.findings``, one query:
+    :func:`fuzzharness.buckets.findings.campaign_findings`) merged by bucket key: counts
+    summed, the campaigns that saw it, the first repro any of them has.  Most severe first,
+    new before known, then by count.  ``repro_path`` is absolute (the report makes it
+    relative to its own file)."""
+    f = data.findings
+    cols = ["key", "severity", "new", "count", "title", "symptom", "stage", "first_seen",
+            "campaigns", "example", "example_campaign", "known_id", "known_link", "repro_path",
+            "repro_status", "repro_note"]
+    if f.empty:
+        return pd.DataFrame(columns=cols)
+    rank = {"reproduced": 0, "not reproduced": 1, "not recorded": 2, "not minimized": 3}
+    rows = []
+    for key, g in f.groupby("key", sort=False):
+        g = g.sort_values("first_seen")
+        best = g.iloc[int(np.argmin([rank.get(s, 9) for s in g["repro_status"]]))]
+        first = g.iloc[0]
+        rows.append({
+            "key": key, "severity": first["severity"], "new": bool(first["new"]),
+            "count": int(g["count"].sum()), "title": first["title"], "symptom": first["symptom"],
+            "stage": first["stage"], "first_seen": _date(float(g["first_seen"].min())),
+            "campaigns": ", ".join(dict.fromkeys(g["campaign"])),
+            "example": int(first["example_idx"]), "example_campaign": first["root"],
+            "known_id": first["known_id"], "known_link": first["known_link"],
+            "repro_path": str(Path(best["root"]) / best["repro"]) if best["repro"] else "",
+            "repro_status": best["repro_status"], "repro_note": best["repro_note"],
+        })
+    out = pd.DataFrame(rows, columns=cols)
+    order = {"high": 0, "medium": 1, "low": 2, "triage": 3}
+    out["_s"] = out["severity"].map(order)
+    out = out.sort_values(["_s", "new", "count"], ascending=[True, False, False])
+    return out.drop(columns="_s").reset_index(drop=True)
+
+
+def known_bugs_seen(findings: pd.DataFrame) -> pd.DataFrame:
+    """Known bugs among the findings: bug, link, buckets, cases, campaigns."""
+    k = findings[~findings["new"]] if not findings.empty else findings
+    if k.empty:
+        return pd.DataFrame(columns=["bug", "link", "buckets", "cases", "campaigns"])
+    g = k.groupby(["known_id", "known_link"], sort=False).agg(
+        buckets=("key", "size"), cases=("count", "sum"),
+        campaigns=("campaigns", lambda c: ", ".join(dict.fromkeys(", ".join(c).split(", ")))))
+    g = g.reset_index().rename(columns={"known_id": "bug", "known_link": "link"})
+    return g.sort_values("cases", ascending=False).reset_index(drop=True)
+
+
+def trends(data: Campaigns, summary: pd.DataFrame) -> pd.DataFrame:
+    """Nightly history, one row per campaign in the order given: date, cases, cases/s,
+    findings, new and known finding buckets, and coverage — schedule primitives accepted at
+    least once and workload/dtype pairs judged (from the stored coverage table)."""
+    rows = []
+    for _, c in summary.iterrows():
+        name = c["campaign"]
+        f = data.findings[data.findings["campaign"] == name]
+        cov = data.coverage[data.coverage["campaign"] == name]
+        prims = cov[cov["axis"] == "primitive"]
+        pairs = cov[cov["axis"] == "workload/dtype"]
+        rows.append({
+            "campaign": name, "date": c["date"], "cases": c["cases"],
+            "cases_per_s": c["cases_per_s"], "findings": c["findings"],
+            "new_buckets": int(f["new"].sum()) if len(f) else 0,
+            "known_buckets": int((~f["new"].astype(bool)).sum()) if len(f) else 0,
+            "high_severity_new": int((f["new"].astype(bool) & (f["severity"] == "high")).sum())
+            if len(f) else 0,
+            "primitives_accepted": int((prims["accepted"] > 0).sum()) if len(prims) else None,
+            "pairs_judged": int((pairs["verdict"] > 0).sum()) if len(pairs) else None,
+        })
+    return pd.DataFrame(rows)
 
 
 def campaign_start(data: Campaigns) -> dict[str, float]:

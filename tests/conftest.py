@@ -24,6 +24,17 @@ if not _plugin_installed():
     pytest_plugins = ["fuzzharness.pytest_plugin"]
 
 
+def need(reason: str | None) -> None:
+    """Skip this test with ``reason`` when something it needs is missing (a runtime, an
+    extra) — but under CI (``CI=true``, which .ci/run sets after installing all of them) fail:
+    CI must not go green by skipping what it installed."""
+    if reason is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI installs this (.ci/run), yet: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
 @pytest.fixture
 def plugin_env(monkeypatch):
     """Make worker processes import the test plugins (and find the tests package)."""

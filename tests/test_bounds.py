@@ -98,6 +98,7 @@ def test_meaningless_gamma_is_inconclusive_never_pass_or_fail():
     assert v.status is Status.PASS and v.ratio == 0.0
 
 
+@pytest.mark.slow
 def test_generator_switches_to_exact_mode_where_gamma_is_meaningless():
     from fuzzharness.generators.cases import GenSettings, generate_case
 

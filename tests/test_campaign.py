@@ -10,6 +10,8 @@ from fuzzharness.core.verdict import Verdict
 from fuzzharness.execution.stages import execute
 from tests.conftest import run_cli
 
+pytestmark = pytest.mark.slow  # campaigns, subprocesses, clusters
+
 
 @pytest.fixture(scope="module")
 def campaign_dir(tmp_path_factory):

@@ -142,6 +142,7 @@ def small_campaign(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_database_written_by_a_newer_harness_is_refused_untouched(small_campaign, tmp_path):
     import shutil
 
@@ -164,6 +165,7 @@ def test_database_written_by_a_newer_harness_is_refused_untouched(small_campaign
     (["--known-bugs", "/nonexistent/known.toml"], "cannot read known-bugs file"),
     (["--executor", "nope"], "unknown executor 'nope'"),
 ])
+@pytest.mark.slow
 def test_rejected_resume_leaves_the_campaign_untouched(small_campaign, flags, needle):
     db = small_campaign / "results.sqlite"
     before = db.read_bytes()
@@ -171,6 +173,7 @@ def test_rejected_resume_leaves_the_campaign_untouched(small_campaign, flags, ne
     assert db.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_case_file_edited_by_hand(tmp_path, small_campaign):
     con = sqlite3.connect(small_campaign / "results.sqlite")
     (case_json,) = con.execute("SELECT case_json FROM results WHERE idx = 0").fetchone()

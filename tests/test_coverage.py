@@ -10,12 +10,14 @@ import pytest
 from fuzzharness.campaign import coverage
 from tests.conftest import run_cli
 
+pytestmark = pytest.mark.slow  # campaigns, subprocesses, clusters
+
 
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):
     out = tmp_path_factory.mktemp("coverage") / "run"
     r = run_cli("run", "--seed", "21", "--max-cases", "16", "--workers", "2", "--out", out,
-                "--no-progress")
+                "--no-progress", "--coverage")
     assert r.returncode in (0, 1), r.stderr
     return out, r.stdout
 
@@ -33,6 +35,18 @@ def test_summary_shows_coverage(campaign):
     for section in ("coverage: schedule primitives", "coverage: s_tir.Schedule methods",
                     "coverage: workload/dtype", "coverage: option"):
         assert section in stdout
+
+
+def test_status_shows_one_line_or_the_tables(campaign):
+    """The terminal gets one line of coverage by default; the tables on request."""
+    out, _ = campaign
+    short = run_cli("status", out)
+    assert short.returncode == 0, short.stderr
+    lines = [ln for ln in short.stdout.splitlines() if ln.startswith("coverage")]
+    assert len(lines) == 1 and "schedule primitives drawn were accepted at least once" in lines[0]
+    full = run_cli("status", out, "--coverage")
+    for section in ("coverage: schedule primitives", "coverage: workload/dtype"):
+        assert section in full.stdout
 
 
 def test_stored_table_is_recomputed_from_the_results(campaign):

@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from fuzzharness.generators.cases import GenSettings, generate_case
 
 SCRIPT = """
@@ -25,6 +27,7 @@ def generated(seed, indices, settings=None):
     return out
 
 
+@pytest.mark.slow
 def test_generation_is_identical_across_processes():
     # A fresh process has a different set of imported modules; Hypothesis' default provider
     # would draw different "local constants" there.  The cases must not change.

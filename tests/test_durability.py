@@ -11,6 +11,8 @@ import pytest
 
 from tests.conftest import ROOT, run_cli
 
+pytestmark = pytest.mark.slow  # campaigns, subprocesses, clusters
+
 N_CASES = 40
 WORKERS = 2
 KILL_AFTER = 8  # results committed before the driver is killed

@@ -157,6 +157,7 @@ def run(kernel, specs, out_specs, inputs):
     return {o.name: t.numpy() for o, t in zip(out_specs, outs, strict=True)}
 
 
+@pytest.mark.slow
 def test_no_false_alarm_over_2000_legal_reassociations():
     from tvm.s_tir.schedule.schedule import ScheduleError
 

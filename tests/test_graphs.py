@@ -18,6 +18,7 @@ from fuzzharness.execution.stages import execute
 from fuzzharness.generators import draw as draws
 from fuzzharness.generators.graphs.ops import DrawContext, graph_ops
 from fuzzharness.generators.graphs.spec import GRAPH_WORKLOAD, Graph, InvalidGraph
+from tests.conftest import need
 
 REQUIRED_OPS = {"conv2d", "matmul", "add", "relu", "gelu", "softmax", "layer_norm",
                 "max_pool2d", "avg_pool2d", "reshape", "transpose", "layout_transform", "concat"}
@@ -94,6 +95,7 @@ def test_generation_is_deterministic_and_valid():
     assert len({d["id"] for d in a}) == 6
 
 
+@pytest.mark.slow
 def test_default_campaigns_mix_tir_and_graph_cases():
     from fuzzharness.generators.cases import GenSettings, generate_case
 
@@ -202,6 +204,7 @@ def test_minimization_keeps_the_failure_and_shrinks_the_graph():
     assert small.origin["minimized_from"] == case.id
 
 
+@pytest.mark.slow
 def test_repro_script_reproduces_and_says_fixed_when_fixed(tmp_path):
     from fuzzharness.core.kinds import kind_of
     from fuzzharness.repro.verify import run_script
@@ -220,6 +223,7 @@ def test_repro_script_reproduces_and_says_fixed_when_fixed(tmp_path):
     assert again.exit_code == 0, again.output
 
 
+@pytest.mark.slow
 def test_minimize_command_shrinks_a_graph_case_into_a_verified_relax_repro(tmp_path):
     """The campaign minimizer on a graph case: per-function trace ddmin, then the graph
     passes; the repro is Relax TVMScript, verified in a fresh process; the issue says Relax."""
@@ -361,15 +365,13 @@ CONV1X1 = {"dtype": "float32",
 
 
 def test_adreno_pipeline_runs_on_the_opencl_runtime():
-    if why := _opencl_images():
-        pytest.skip(why)
+    need(_opencl_images())
     v = execute(graph_case(POOL, target=ADRENO)).verdict
     assert v.status is Status.PASS, v.line()
 
 
 def test_adreno_texture_scopes_reach_the_opencl_kernels():
-    if why := _opencl_images():
-        pytest.skip(why)
+    need(_opencl_images())
     from fuzzharness.backends import backends
     from fuzzharness.core.relax_pipeline import graph_target, legalize
     from fuzzharness.generators.graphs.program import build_module
@@ -390,8 +392,7 @@ def test_adreno_texture_scopes_reach_the_opencl_kernels():
                    "a 4-lane texture store under a thread predicate is scalarized and each lane "
                    "writes the whole pixel")
 def test_adreno_texture_conv2d_is_correct():
-    if why := _opencl_images():
-        pytest.skip(why)
+    need(_opencl_images())
     v = execute(graph_case(CONV1X1, target=ADRENO)).verdict
     assert v.status is Status.PASS, v.line()
 
@@ -483,7 +484,7 @@ def test_cli_rejects_a_bad_graph_fraction(tmp_path):
 
     r = run_cli("run", "--graph-fraction", "1.5", "--max-cases", "1", "--out", tmp_path / "x")
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0
-    assert "graph_fraction" in r.stderr
+    assert "--graph-fraction: must be between 0 and 1" in r.stderr
 
 
 if os.environ.get("FUZZHARNESS_GRAPH_SWEEP"):  # heavy: benchmarks/graph_false_alarms.py

@@ -159,6 +159,7 @@ def test_same_bug_with_error_text_is_key_equality():
 
 
 # -- Hypothesis' shrinker on real generated cases -------------------------------------------------
+@pytest.mark.slow
 def test_hypothesis_shrinks_the_choice_sequence_of_a_generated_case():
     """Interesting (synthetic, no TVM build): a matmul case whose schedule splits a loop.
     Hypothesis shrinks its choices; the result still generates such a case, from fewer or
@@ -231,6 +232,7 @@ def minimized_loop_partition():
     return case, verdict, target, minimize(case, verdict, target, budget=60, workers=2)
 
 
+@pytest.mark.slow
 def test_real_miscompile_minimizes_to_a_third_and_stays_the_same_bug(minimized_loop_partition):
     case, _, target, m = minimized_loop_partition
     assert m.reproduced and m.case is not None

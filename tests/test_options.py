@@ -58,6 +58,7 @@ def variants():
     return out
 
 
+@pytest.mark.slow
 def test_every_option_compiles_and_agrees():
     """Same program, every option: each passes against the reference; in the exact-integer
     mode every variant gives the same bits."""

@@ -267,6 +267,7 @@ def test_the_baseline_is_built_only_when_it_can_tell_something(build, mode, expe
     assert ("baseline" in v.timings) is (expected == "build")
 
 
+@pytest.mark.slow
 def test_auto_checks_a_stable_sample_of_the_order_preserving_cases():
     from fuzzharness.oracles.metamorphic import ORDER_CHECK_SHARE
 

@@ -20,6 +20,8 @@ import pytest
 
 from tests.conftest import ROOT, run_cli
 
+pytestmark = pytest.mark.slow  # campaigns, subprocesses, clusters
+
 
 @pytest.fixture(scope="module")
 def campaigns(tmp_path_factory):
@@ -112,26 +114,39 @@ def test_html_and_markdown(campaigns, tmp_path):
     page = out.read_text()
     # self-contained: no scripts, no external resources; plots inline
     assert "<script" not in page and not re.search(r'(src|href)="(https?:)?//', page)
-    assert page.count("<svg") == 5  # history, verdicts, failure rates, ratios, throughput
-    for heading in ("Verdicts by workload × dtype × target", "Failure rate by schedule primitive",
-                    "Error/bound ratios of passing cases", "Throughput", "Buckets", "Campaigns"):
-        assert heading in page
-    assert "test_matmul_off_by_one" in page and ">NEW<" in page
+    assert page.count("<svg") == 5  # history, throughput, verdicts, failure rates, ratios
+    # findings first: new findings, known bugs, trends, then coverage, then the campaigns
+    headings = ["New findings", "Known bugs seen", "Trends", "Throughput", "Coverage",
+                "Verdicts by workload × dtype × target", "Failure rate by schedule primitive",
+                "Error/bound ratios of passing cases", "Campaigns"]
+    where = [page.index(f">{h}") for h in headings]
+    assert where == sorted(where), list(zip(headings, where, strict=True))
+    new = page[page.index(">New findings"):page.index(">Known bugs seen")]
+    assert "test_matmul_off_by_one" in new and ">NEW<" in new and ">high<" in new
+    assert "not minimized" in new  # a finding without a repro says why
+    # every verdict status has a colour; badges do not wrap; no pseudo-primitives
+    from fuzzharness.core.verdict import Status
+    from fuzzharness.reports.plots import STATUS_COLORS
+
+    assert set(STATUS_COLORS) == {s.value for s in Status}
+    assert ".b{display:inline-block;white-space:nowrap" in page
+    assert "(case not recorded)" not in page and "(no schedule step)" not in page
     md = (tmp_path / "site" / "report.md").read_text()
     total = sum(db_rows(d, "SELECT COUNT(*) FROM results")[0][0] for d in campaigns)
-    assert md.startswith(f"## tvm-fuzzharness: {total} cases")
+    assert md.startswith("## tvm-fuzzharness: ") and f", {total} cases," in md.splitlines()[0]
     status = {}
     for d in campaigns:
         for s, n in db_rows(d, "SELECT status, COUNT(*) FROM results GROUP BY status"):
             status[s] = status.get(s, 0) + n
     line = next(ln for ln in md.splitlines() if ln.startswith("verdicts: "))
     assert dict((k, int(v)) for k, v in re.findall(r"(\w+) (\d+)", line)) == status
-    assert "### New buckets" in md and "Full report with plots: `report.html`" in md
+    assert md.index("### New findings") < md.index("### Trends") < md.index("### Campaigns")
+    assert "Full report with plots: `report.html`" in md
 
 
 def test_known_bugs_and_repro_links(campaigns, tmp_path):
-    """A bucket matched by the known-bugs file is known, with its link; a repro written by
-    the campaign is linked relative to the HTML, with what the repro table recorded."""
+    """A finding the known-bugs file matches is listed under the known bugs with its link; a
+    new finding's repro is linked relative to the HTML, with what the repro table recorded."""
     d = tmp_path / "camp"
     shutil.copytree(campaigns[0], d)
     key = db_rows(d, "SELECT key FROM buckets WHERE title LIKE '%test_matmul_off_by_one%' "
@@ -144,22 +159,33 @@ def test_known_bugs_and_repro_links(campaigns, tmp_path):
     db = ResultsDB(d)  # the campaign's own repros table, as the minimizer fills it
     db.add_repro({"bucket": key, "path": str(repro), "reproduced": True, "runs": 1})
     db.close()
+
+    out = tmp_path / "out"
+    r = run_cli("report", d, "--out", out)
+    assert r.returncode == 0, r.stderr
+    page = (out / "report.html").read_text()
+    new = page[page.index(">New findings"):page.index(">Known bugs seen")]
+    row = next(tr for tr in new.split("<tr>") if key in tr)
+    assert f'href="../camp/repros/{key}/repro.py"' in row and ">reproduced<" in row
+    assert (out / f"../camp/repros/{key}/repro.py").resolve().exists()
+    assert "fuzzharness replay ../camp " in row  # the first case, relative to the report
+    md = (out / "report.md").read_text()
+    assert f"| ../camp/repros/{key}/repro.py | reproduced |" in md
+
     bugs = tmp_path / "known.toml"
     bugs.write_text('[[bug]]\nid = "off-by-one"\ntitle = "test program"\n'
                     'link = "https://example.org/tvm/issues/42"\n'
                     '[bug.match]\nsymptom = "wrong_result"\nworkloads = ["test_matmul_off_by_one"]\n')
-    out = tmp_path / "out" / "r.html"
     r = run_cli("report", d, "--out", out, "--known-bugs", bugs, "--markdown", "-")
     assert r.returncode == 0, r.stderr
-    page = out.read_text()
-    row = next(tr for tr in page.split("<tr>") if key in tr)
-    assert 'class="known"' in row and "https://example.org/tvm/issues/42" in row
-    assert f'href="../camp/repros/{key}/repro.py"' in row and "✓ reproduced" in row
-    assert (out.parent / f"../camp/repros/{key}/repro.py").resolve().exists()
+    page = (out / "report.html").read_text()
+    known = page[page.index(">Known bugs seen"):page.index(">Trends")]
+    assert "off-by-one" in known and 'href="https://example.org/tvm/issues/42"' in known
+    assert key not in page[page.index(">New findings"):page.index(">Known bugs seen")]
     assert "### Known bugs seen" in r.stdout and "off-by-one" in r.stdout  # markdown on stdout
 
 
-@pytest.mark.parametrize("kind", ["missing", "empty_dir", "foreign", "text", "out_is_dir"])
+@pytest.mark.parametrize("kind", ["missing", "empty_dir", "foreign", "text", "out_under_a_file"])
 def test_bad_input_is_one_line_exit_2(campaigns, tmp_path, kind):
     target = tmp_path / "x"
     out = tmp_path / "r.html"
@@ -174,13 +200,14 @@ def test_bad_input_is_one_line_exit_2(campaigns, tmp_path, kind):
     elif kind == "text":
         target.mkdir()
         (target / "results.sqlite").write_text("hello")
-    elif kind == "out_is_dir":
-        target, out = campaigns[0], tmp_path
+    elif kind == "out_under_a_file":
+        (tmp_path / "afile").write_text("x")
+        target, out = campaigns[0], tmp_path / "afile" / "r.html"
     r = run_cli("report", campaigns[0], target, "--out", out)
     assert r.returncode == 2, r.stdout + r.stderr
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "Traceback" not in r.stderr and lines[0].startswith("fuzzharness: error: ")
-    assert kind == "out_is_dir" or not out.exists()
+    assert not out.exists()
 
 
 def test_report_without_matplotlib(campaigns, tmp_path):

@@ -63,6 +63,7 @@ def wrong_sum(tmp_path_factory):
     return case, *repro_of(case, tmp_path_factory.mktemp("repro") / "wrong-sum", triage=True)
 
 
+@pytest.mark.slow
 def test_wrong_result_repro_reproduces_standalone_and_writes_the_issue(wrong_sum, tmp_path):
     case, verdict, outcome = wrong_sum
     assert verdict.status is Status.WRONG_RESULT
@@ -89,6 +90,7 @@ def test_wrong_result_repro_reproduces_standalone_and_writes_the_issue(wrong_sum
     assert Case.from_json((d / "case.json").read_text()) == case
 
 
+@pytest.mark.slow
 def test_the_script_exits_0_once_the_bug_is_fixed(wrong_sum, tmp_path):
     """Without the miscompiling primitive the same script judges a correct result."""
     text = (wrong_sum[2].dir / "repro.py").read_text()
@@ -99,6 +101,7 @@ def test_the_script_exits_0_once_the_bug_is_fixed(wrong_sum, tmp_path):
     assert "RESULT: fixed" in run.output
 
 
+@pytest.mark.slow
 def test_a_crash_is_reported_even_though_it_kills_the_process(wrong_sum, tmp_path):
     """A real segfault where TVM would compile: the parent survives and says so."""
     text = (wrong_sum[2].dir / "repro.py").read_text()
@@ -116,6 +119,7 @@ def test_a_crash_is_reported_even_though_it_kills_the_process(wrong_sum, tmp_pat
     assert run.exit_code == 2 and "SIGSEGV" in run.output, run.output
 
 
+@pytest.mark.slow
 def test_compile_error_repro_matches_the_error_text(tmp_path):
     case = scheduled("matmul", {"M": 1, "N": 4, "K": 8, "dtype": "float32"},
                      vectorized_unit_loop_with_unroll)
@@ -126,6 +130,7 @@ def test_compile_error_repro_matches_the_error_text(tmp_path):
     assert "an error in stage compile (the harness's lower)" in outcome.runs[0].output
 
 
+@pytest.mark.slow
 def test_a_repro_that_does_not_reproduce_is_never_an_issue(tmp_path):
     """A correct schedule presented as a wrong result: the script says 0, no issue.md."""
     case = scheduled("row_sum", {"M": 2, "N": 4, "dtype": "float32"},
@@ -144,6 +149,7 @@ def test_a_repro_that_does_not_reproduce_is_never_an_issue(tmp_path):
     assert outcome.record["reproduced"] is False
 
 
+@pytest.mark.slow
 def test_failure_while_drawing_the_schedule_gets_a_script(tmp_path, monkeypatch):
     """No case is stored for it: the failing call is captured from a fresh draw."""
     from hypothesis import strategies as st
@@ -256,6 +262,7 @@ def test_committed_corpus_entries_are_well_formed():
         assert json.loads((e.dir / "meta.json").read_text())["bucket"] == e.meta["bucket"]
 
 
+@pytest.mark.slow
 def test_committed_corpus_signatures_are_todays():
     """Every entry still fails with the bucket its meta.json names, as the harness computes
     buckets now: a change to message normalisation or schedule facts must come with
@@ -268,6 +275,7 @@ def test_committed_corpus_signatures_are_todays():
     assert not stale, f"run `fuzzharness corpus refresh`: {stale}"
 
 
+@pytest.mark.slow
 def test_corpus_add_and_check(wrong_sum, tmp_path):
     corpus = tmp_path / "corpus"
     r = run_cli("corpus", "add", wrong_sum[2].dir, "--name", "loop-partition-init",
@@ -297,6 +305,7 @@ def test_minimize_and_repro_commands_refuse_bad_input_in_one_line(tmp_path):
         assert needle in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
+@pytest.mark.slow
 def test_campaign_minimizes_new_buckets_within_its_cap(tmp_path, plugin_env):
     """A deliberately wrong program: one new bucket; the run reports its minimization."""
     out = tmp_path / "c"
@@ -313,6 +322,7 @@ def test_campaign_minimizes_new_buckets_within_its_cap(tmp_path, plugin_env):
     assert r.returncode == 1 and "minimize:" not in r.stdout
 
 
+@pytest.mark.slow
 def test_minimize_command_on_a_campaign_writes_verified_repros(tmp_path, plugin_env):
     out = tmp_path / "c"
     r = run_cli("run", "--seed", "1", "--max-cases", "1", "--workers", "1", "--workloads",

@@ -29,6 +29,8 @@ from fuzzharness.core.verdict import Status
 from fuzzharness.generators.cases import GenSettings, generate_case
 from tests.conftest import ROOT, run_cli
 
+pytestmark = pytest.mark.slow  # campaigns, subprocesses, clusters
+
 N_CASES = 8
 WORKLOADS = ("row_sum", "matmul", "test_kernel_chaos")
 PRIMITIVES = "split,reorder,fuse,vectorize,parallel,unroll"  # no MetaSchedule: ~10 s set-up

@@ -91,12 +91,14 @@ def swept():
     return sweep(seeds=60)
 
 
+@pytest.mark.slow
 def test_every_primitive_is_accepted(swept):
     accepted, _, _ = swept
     missing = [n for n in primitives.names() if accepted[n] == 0]
     assert not missing, f"never accepted in the sweep: {missing}; counts: {dict(accepted)}"
 
 
+@pytest.mark.slow
 def test_every_covered_method_is_applied(swept):
     _, calls, kinds = swept
     applied = set(calls) | {method_name(k) for k in kinds}

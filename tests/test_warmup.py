@@ -2,6 +2,8 @@
 
 import os
 
+import pytest
+
 from fuzzharness.core.case import Case
 from fuzzharness.core.verdict import Status
 from fuzzharness.engine.pool import WorkerPool
@@ -20,6 +22,7 @@ def case(workload):
                 inputs={"distribution": "uniform", "seed": 1}).to_dict()
 
 
+@pytest.mark.slow
 def test_setup_time_is_not_the_cases_time():
     tasks = [{"task": 0, "case": case("test_slow_setup")}, {"task": 1, "case": case("test_slow_setup")}]
     with WorkerPool(1, timeout=2.0, env=env()) as pool:
@@ -29,6 +32,7 @@ def test_setup_time_is_not_the_cases_time():
     assert results[0].elapsed < 2.0  # the setup's 3 s were not charged to the case
 
 
+@pytest.mark.slow
 def test_a_slow_case_still_times_out():
     with WorkerPool(1, timeout=2.0, env=env()) as pool:
         (r,) = list(pool.run([{"task": 0, "case": case("test_slow_case")}]))

@@ -140,3 +140,17 @@ def format_table(rows: list[Row], *, calls_per_line: int = 4) -> str:
             for i in range(0, len(cells), 3):
                 lines.append("  " + ", ".join(cells[i:i + 3]))
     return "\n".join(lines)
+
+
+def one_line(rows: list[Row], *, names: int = 6) -> str:
+    """The coverage of a campaign in one line (the tables: :func:`format_table`)."""
+    prims = [r for r in rows if r[0] == "primitive"]
+    never = sorted(r[1] for r in prims if r[4] == 0)
+    pairs = [r for r in rows if r[0] == "workload/dtype"]
+    judged = sum(1 for r in pairs if r[6] > 0)
+    text = (f"coverage: {len(prims) - len(never)} of {len(prims)} schedule primitives drawn "
+            f"were accepted at least once; {judged} of {len(pairs)} workload/dtype pairs judged")
+    if never:
+        shown = ", ".join(never[:names]) + (f" and {len(never) - names} more" if len(never) > names else "")
+        text += f"; never accepted: {shown}"
+    return text

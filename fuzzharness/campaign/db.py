@@ -43,6 +43,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fuzzharness.buckets.signatures import Signature, signature
+from fuzzharness.core.errors import UsageError
+from fuzzharness.core.storage import check_writable_dir, connect_readonly, integrity_problem
 from fuzzharness.core.verdict import Verdict
 
 if TYPE_CHECKING:
@@ -139,7 +141,15 @@ def _finite(x: float | None) -> float | None:
 
 
 class ResultsDB:
-    def __init__(self, path: str | Path, *, create: bool = False):
+    def __init__(self, path: str | Path, *, create: bool = False, readonly: bool = False):
+        """Open the database of campaign directory ``path`` (or the file itself).
+
+        ``readonly``: never write (no WAL switch, no migration), also in a read-only
+        directory (:func:`fuzzharness.core.storage.connect_readonly`) — for replay, status
+        and anything else that only looks.  Otherwise an existing database is checked
+        first, read-only: ours, not newer than this harness, and not corrupt (SQLite's
+        ``quick_check``) — a corrupt page is refused, never written over.
+        """
         self.path = Path(path)
         if self.path.is_dir():
             self.path = self.path / DB_NAME
@@ -148,13 +158,22 @@ class ResultsDB:
         self._check_file()
         try:
             if self.path.exists():  # look, read-only, before anything can touch the file
-                ro = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=30)
+                ro = connect_readonly(self.path)
                 try:
                     schema = self._check(ro)
                 finally:
                     ro.close()
                 if schema is None and not create:
                     raise DatabaseError(f"{self.path}: empty database, no campaign")
+                if not readonly and (problem := integrity_problem(self.path)) is not None:
+                    raise DatabaseError(
+                        f"{self.path}: the database is corrupt (SQLite: {problem}); it was "
+                        "not written to — read what is left with `sqlite3 FILE .recover`")
+            if readonly:
+                self.conn = connect_readonly(self.path)
+                self.session = None
+                return
+            self._check_writable()
             self.conn = sqlite3.connect(self.path, timeout=30)
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
@@ -166,6 +185,18 @@ class ResultsDB:
         except sqlite3.DatabaseError as e:
             raise DatabaseError(f"{self.path}: not a usable SQLite database ({e})") from None
         self.session: int | None = None
+
+    def _check_writable(self) -> None:
+        """Writing needs the file and its directory (WAL: ``-wal``/``-shm`` files beside it)."""
+        try:
+            check_writable_dir(self.path.parent, "campaign directory")
+            if self.path.exists():
+                with open(self.path, "r+b"):
+                    pass
+        except (UsageError, OSError) as e:
+            why = e.strerror if isinstance(e, OSError) else str(e)
+            raise DatabaseError(f"{self.path}: cannot be written ({why}); a read-only campaign "
+                                "can be read (status, report, replay), not changed") from None
 
     def _check_file(self) -> None:
         try:

@@ -11,9 +11,12 @@ primary key on the case index makes a duplicate impossible.  The workers die wit
 (see :mod:`fuzzharness.engine.worker`).
 
 Reporting: failures are grouped into buckets (:mod:`fuzzharness.buckets.signatures`) and each bucket is
-matched against the known-bugs file.  :attr:`CampaignSummary.exit_code` is 0 when every TVM
-finding of the campaign is a known bug, 1 when there is a new one.  Harness errors are
-reported apart and never counted as TVM findings.
+matched against the known-bugs file.  :attr:`CampaignSummary.exit_code` is 3 when the run
+was interrupted (Ctrl-C/SIGTERM: the finished cases are stored, the workers and the
+minimizer's processes ended, and no minimization starts after an interrupt), else 1 when
+there is a new TVM finding, else 3 when cases ended in harness errors, else 0
+(:mod:`fuzzharness.core.errors`).  Harness errors are reported apart and never counted as
+TVM findings.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ import itertools
 import json
 import os
 import random
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -38,7 +40,7 @@ from fuzzharness.campaign.db import ResultsDB
 from fuzzharness.campaign.minimize_buckets import after_campaign
 from fuzzharness.campaign.progress import Progress
 from fuzzharness.campaign.settings import RESUMABLE, CampaignSettings, SettingsError
-from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_OK
+from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_HARNESS, EXIT_OK
 from fuzzharness.core.tvm_support import versions
 from fuzzharness.core.verdict import Status
 from fuzzharness.engine.executor import ExecutorConfig, TaskResult, make_executor
@@ -80,6 +82,7 @@ class CampaignSummary:
     recycled: int = 0
     coverage: list[tuple] = dataclasses.field(default_factory=list)  # engine/coverage.py rows
     minimized: str = ""  # the report of the minimization of new buckets (fuzzharness.minimize)
+    interrupted: str = ""  # the phase a Ctrl-C/SIGTERM stopped: "cases", "minimizing" ("": none)
 
     @property
     def rate(self) -> float:
@@ -99,7 +102,13 @@ class CampaignSummary:
 
     @property
     def exit_code(self) -> int:
-        return EXIT_FINDINGS if self.new_buckets else EXIT_OK
+        """3 interrupted (the answer is incomplete), else 1 new findings, else 3 harness
+        errors, else 0 (fuzzharness.core.errors states the contract)."""
+        if self.interrupted:
+            return EXIT_HARNESS
+        if self.new_buckets:
+            return EXIT_FINDINGS
+        return EXIT_HARNESS if self.harness_errors else EXIT_OK
 
 
 class Campaign:
@@ -198,6 +207,7 @@ class Campaign:
         stored = 0
         counts: Counter[str] = Counter()
         executor = None
+        interrupted = ""
         try:
             if not nothing_left:
                 executor = make_executor(s.executor, self._executor_config())
@@ -213,8 +223,8 @@ class Campaign:
                     progress.update(r.verdict, counts, executor.restarts,
                                     buckets=len(known_of),
                                     new=sum(1 for k in known_of.values() if k is None))
-        except KeyboardInterrupt:
-            print("\ninterrupted: results so far are stored; continue with --resume", file=sys.stderr)
+        except KeyboardInterrupt:  # results so far are committed; the workers die below
+            interrupted = "cases"
         finally:
             if executor is not None:
                 executor.close()
@@ -224,12 +234,17 @@ class Campaign:
             self.out, self.seed, stored, self.db.count(), time.monotonic() - start, dict(counts),
             executor.restarts if executor is not None else 0, self._bucket_reports(tvm_version),
             self.known.source, executor.recycled if executor is not None else 0)
+        summary.interrupted = interrupted
         summary.coverage = coverage.store(self.db.conn)
         self.db.close()
-        if self.minimize_budget > 0 and summary.new_buckets:
-
-            summary.minimized = after_campaign(self.out, self.minimize_budget,
-                                               progress=self.show_progress)
+        if self.minimize_budget > 0 and summary.new_buckets and not interrupted:
+            try:
+                summary.minimized = after_campaign(self.out, self.minimize_budget,
+                                                   progress=self.show_progress)
+            except KeyboardInterrupt:  # its child is gone; verified repros are stored
+                summary.interrupted = "minimizing"
+                summary.minimized = (f"minimize: interrupted; what was verified is stored; "
+                                     f"run `fuzzharness minimize {self.out}` for the rest")
         return summary
 
     def _executor_config(self) -> ExecutorConfig:
@@ -262,7 +277,9 @@ class Campaign:
         return out
 
 
-def format_summary(s: CampaignSummary, *, limit: int = 15) -> str:
+def format_summary(s: CampaignSummary, *, limit: int = 15, coverage_table: bool = False) -> str:
+    """The terminal summary; the coverage tables only with ``coverage_table`` (else one line:
+    they are in the database, `fuzzharness status DIR --coverage` and the report)."""
     lines = [
         f"campaign seed {s.seed}: {s.cases} cases in {s.elapsed:.1f} s "
         f"({s.rate:.1f} cases/s), {s.total} in the database, {s.restarts} worker restarts"
@@ -299,10 +316,12 @@ def format_summary(s: CampaignSummary, *, limit: int = 15) -> str:
                      f"{sum(b.count for b in harness)} cases in {len(harness)} buckets")
         for b in harness[:limit]:
             lines.append(f"  {b.count:>5} × {b.title}  (first: case #{b.example_idx})")
-    if s.coverage:
+    if s.coverage and coverage_table:
         lines.append(coverage.format_table(s.coverage))
+    elif s.coverage:
+        lines.append(coverage.one_line(s.coverage) + f" (all of it: fuzzharness status {s.out} --coverage)")
     if s.minimized:
         lines.append(s.minimized)
     lines.append(f"results: {s.out / 'results.sqlite'}")
-    lines.append(f"replay one: fuzzharness replay --db {s.out} <case index or id>")
+    lines.append(f"replay one: fuzzharness replay {s.out} <case index or id>")
     return "\n".join(lines)

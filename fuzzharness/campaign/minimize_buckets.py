@@ -28,6 +28,7 @@ from fuzzharness.buckets.signatures import Signature, signature
 from fuzzharness.campaign.db import ResultsDB
 from fuzzharness.campaign.settings import CampaignSettings
 from fuzzharness.core.case import Case
+from fuzzharness.core.children import die_with_parent, run_child
 from fuzzharness.core.plugins import load_plugins
 from fuzzharness.core.verdict import Status, Verdict
 from fuzzharness.engine.worker_deaths import signal_name
@@ -139,9 +140,8 @@ def _run_job(job: dict[str, Any], budget: float) -> tuple[BucketRepro, dict[str,
         path = Path(tmp) / "job.json"
         path.write_text(json.dumps(job))
         cmd = [sys.executable, "-m", "fuzzharness.campaign.minimize_buckets", str(path)]
-        try:
-            p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True,
-                               timeout=budget + JOB_SLACK)
+        try:  # own session, killed with us (Ctrl-C): fuzzharness.core.children
+            p = run_child(cmd, timeout=budget + JOB_SLACK)
         except subprocess.TimeoutExpired:
             res.note = f"the minimizing process ran past {budget + JOB_SLACK:.0f} s"
             return res, None
@@ -244,13 +244,10 @@ def after_campaign(out: str | Path, total_budget: float, *, progress: bool = Tru
     if progress:
         print(f"minimizing new buckets (at most {total_budget:g} s; --no-minimize to skip)",
               file=sys.stderr, flush=True)
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True,
-                           timeout=total_budget + 4 * REPRO_OVERHEAD + 120)
+    try:  # a KeyboardInterrupt kills the child and goes on to the caller (the summary says it)
+        p = run_child(cmd, timeout=total_budget + 4 * REPRO_OVERHEAD + 120)
     except subprocess.TimeoutExpired:
         return f"minimize: stopped (took far longer than its time cap); run `fuzzharness minimize {out}`"
-    except KeyboardInterrupt:
-        return f"minimize: interrupted; what was verified is stored; run `fuzzharness minimize {out}`"
     if p.returncode not in (0, 1):
         return f"minimize: failed (exit {p.returncode}); run `fuzzharness minimize {out}`"
     return p.stdout.strip()
@@ -260,7 +257,7 @@ def _job_main(argv: list[str]) -> int:
     """``python -m fuzzharness.campaign.minimize_buckets JOB.json``: writes result.json beside it."""
     import json
 
-
+    die_with_parent()
     load_plugins()
     path = Path(argv[0])
     res, record = bucket_job(json.loads(path.read_text()))

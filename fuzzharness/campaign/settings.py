@@ -39,6 +39,7 @@ how it runs, not *what* it generates) may be changed on resume.
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,10 @@ class CampaignSettings:
         return cls(generation=gen, **d)
 
     def validate(self) -> CampaignSettings:
+        for name in ("time_budget", "timeout"):  # nan and inf pass every comparison below
+            if not math.isfinite(getattr(self, name)):
+                raise SettingsError(f"{name} must be a finite number of seconds "
+                                    f"(got {getattr(self, name)!r}; 0 = no limit for time_budget)")
         if self.time_budget < 0 or self.max_cases < 0:
             raise SettingsError("time_budget and max_cases must be ≥ 0")
         if self.time_budget == 0 and self.max_cases == 0:

@@ -1,71 +1,61 @@
 """Re-run one case and print its verdict.
 
-CASE is a case JSON file, or — with --db DIR — a case index or (prefix of a) case id stored
-in that campaign.  From a database the new verdict is compared with the stored one: same
-status and, when there are outputs, the same output bits (digest).
+  fuzzharness replay CASE.json          a case file
+  fuzzharness replay DIR CASE           case CASE (index, or a prefix of its id) of campaign DIR
 
-The case runs in a fresh worker process, so a case that crashes TVM is reported, not fatal;
---in-process runs it here instead (handy under a debugger).
+The new verdict is compared with the stored one — from the campaign database, or from the
+``verdict.json`` next to a ``case.json`` (as ``pytest -m differential`` writes them): the
+same status and, when there are outputs, the same output bits.  A failure that replays as a
+*different* failure (another status or other output bits: a nondeterministic bug, or one
+that depended on what ran before it) is said so, with both verdicts.
+
+The case is checked first (a file that is not a valid case is a usage error, exit 2, never
+a TVM finding), then runs in a fresh worker process, so a case that crashes TVM is
+reported, not fatal; --in-process runs it here instead (handy under a debugger).
+The campaign directory is only read (a read-only directory works).
+
+Exit status: 0 the case passes (or is not a finding), 1 it is a TVM finding, 2 usage error,
+3 the harness failed (a harness_error verdict, or interrupted).
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
+
+from fuzzharness.commands.common import DEFAULT_TIMEOUT, add_case_arguments, load_case, seconds
 
 HELP = "re-run one stored case and print its verdict"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("case", metavar="CASE", help="case JSON file, or an index/id with --db")
-    p.add_argument("--db", type=Path, metavar="DIR", help="campaign directory holding the case")
+    add_case_arguments(p)
     p.add_argument("--in-process", action="store_true", help="run in this process")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds (default 120)")
+    p.add_argument("--timeout", type=seconds, metavar="SECONDS",
+                   help=f"per-case timeout (default: the campaign's; else {DEFAULT_TIMEOUT:g}, "
+                        "as for `run`)")
     p.add_argument("--json", action="store_true", help="print the verdict as JSON")
 
 
-def load_case(args):
-    """(case dict, stored verdict dict or None) from the command-line arguments."""
-    from fuzzharness.campaign.db import ResultsDB
-    from fuzzharness.core.case import Case, CaseFormatError
-    from fuzzharness.core.errors import UsageError
+def interrupted_hint(args) -> str:
+    return "nothing was stored"
 
-    if args.db is not None:
-        db = ResultsDB(args.db)
-        row = db.find_case(args.case)
-        db.close()
-        if row is None:
-            raise UsageError(f"no case {args.case!r} in {args.db}")
-        if row["case"] is None:  # TVM failed (or died) while the schedule was being drawn
-            from fuzzharness.core.verdict import Verdict
 
-            seen = Verdict.from_dict(row["verdict"]).line()[:160] if row["verdict"] else "no verdict"
-            raise UsageError(f"case #{row['idx']} failed while its schedule was drawn, so no case "
-                             f"was stored ({seen}); `fuzzharness minimize {args.db}` draws it "
-                             "again and writes its repro")
-        return Case.from_dict(row["case"]), row["verdict"]
-    path = Path(args.case)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise UsageError(f"cannot read {path}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise CaseFormatError(f"{path}: not a text file") from None
-    return Case.from_json(text), None
+def compare(old, new) -> str | None:
+    """None when ``new`` reproduces ``old`` (same status and output bits), else how it differs."""
+    if old.status != new.status:
+        return f"status {old.status.value}@{old.stage.value} → {new.status.value}@{new.stage.value}"
+    if old.digest != new.digest:
+        return "the same status with other output bits (nondeterministic output?)"
+    return None
 
 
 def main(args, argv) -> int:
-    from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_OK
-    from fuzzharness.core.verdict import Verdict
+    from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_HARNESS, EXIT_OK
+    from fuzzharness.core.verdict import Status, Verdict
 
-    case, stored = load_case(args)
-    # Validate names up front so a typo is a usage error, not a harness_error verdict.
-    from fuzzharness.backends import backends
-    from fuzzharness.generators.workloads import workloads
-
-    workloads[case.workload_name]
-    backends[case.target.get("kind", "")]
+    case, stored, campaign = load_case(args, "replay")
+    timeout = args.timeout or _campaign_timeout(campaign) or DEFAULT_TIMEOUT
     if args.in_process:
         from fuzzharness.execution.stages import execute
 
@@ -73,7 +63,7 @@ def main(args, argv) -> int:
     else:
         from fuzzharness.engine.isolated import run_isolated
 
-        verdict = run_isolated(case, args.timeout)
+        verdict = run_isolated(case, timeout)
     if args.json:
         print(json.dumps(verdict.to_dict(), indent=1, default=str))
     else:
@@ -81,8 +71,30 @@ def main(args, argv) -> int:
         print(verdict.line())
     if stored is not None:
         old = Verdict.from_dict(stored)
-        same = old.status == verdict.status and old.digest == verdict.digest
-        print(f"stored: {old.line()}")
-        print("reproduced: " + ("yes (same status and output bits)" if same else "NO"),
-              file=sys.stderr if args.json else sys.stdout)
+        diff = compare(old, verdict)
+        out = sys.stderr if args.json else sys.stdout
+        print(f"stored: {old.line()}", file=out)
+        if diff is None:
+            print("reproduced: yes (same status and output bits)", file=out)
+        elif old.is_finding and verdict.is_finding:
+            print(f"reproduced: NO — a DIFFERENT failure than the stored one ({diff})", file=out)
+        else:
+            print(f"reproduced: NO ({diff})", file=out)
+    if verdict.status is Status.HARNESS_ERROR:
+        return EXIT_HARNESS
     return EXIT_FINDINGS if verdict.is_finding else EXIT_OK
+
+
+def _campaign_timeout(campaign) -> float | None:
+    """The per-case timeout the campaign ran its cases with."""
+    if campaign is None:
+        return None
+    from fuzzharness.campaign.db import ResultsDB
+
+    db = ResultsDB(campaign, readonly=True)
+    try:
+        stored = db.campaign()
+    finally:
+        db.close()
+    t = (stored or {}).get("settings", {}).get("timeout")
+    return float(t) if isinstance(t, int | float) and t > 0 else None

@@ -1,47 +1,66 @@
 """Write the standalone repro of one failing case, as it is (no minimization).
 
-CASE is a case JSON file, or — with --db DIR — a case index or (prefix of a) case id of that
-campaign.  The case is run in a worker process for its verdict (a case written for a failure
+  fuzzharness repro CASE.json [--out DIR]
+  fuzzharness repro DIR CASE [--out DIR]     case CASE (index or id prefix) of campaign DIR
+
+CASE.json is a case file (checked first: one that is not a valid case is a usage error).  The case is run in a worker process for its verdict (a case written for a failure
 while a schedule was drawn carries the failing call and its verdict in its origin); for a TVM finding,
 repro.py, case.json and (once the script reproduced in a fresh process) issue.md are
-written to --out DIR (default: DIR/repros/<bucket> with --db, else ./repros/<bucket>).
-With --db the outcome is also recorded in the campaign database.
+written to --out DIR (default: the campaign's DIR/repros/<bucket>, else ./repros/<bucket>);
+the output directory is checked for writing before the case runs.  From a campaign the
+outcome is also recorded in its database.
 
 Exit status: 1 the repro reproduces a TVM bug, 0 nothing to reproduce or it did not
-reproduce, 2 usage error.
+reproduce, 2 usage error, 3 the harness failed (harness_error verdict, interrupted).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from fuzzharness.commands.common import (
+    DEFAULT_TIMEOUT,
+    add_case_arguments,
+    load_case,
+    positive,
+    seconds,
+)
+
 HELP = "write (and verify) the standalone repro script of one case"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("case", metavar="CASE", help="case JSON file, or an index/id with --db")
-    p.add_argument("--db", type=Path, metavar="DIR", help="campaign directory holding the case")
+    add_case_arguments(p)
     p.add_argument("--out", type=Path, metavar="DIR", help="directory to write the repro to")
-    p.add_argument("--verify", type=int, default=1, metavar="N",
+    p.add_argument("--verify", type=positive, default=1, metavar="N",
                    help="run the script N times in fresh processes (default 1)")
     p.add_argument("--no-triage", action="store_true", help="skip the lowering-pass probe")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
-                   help="timeout for running the case (default 120)")
+    p.add_argument("--timeout", type=seconds, metavar="SECONDS",
+                   help=f"timeout for running the case (default {DEFAULT_TIMEOUT:g}, as for `run`)")
+
+
+def interrupted_hint(args) -> str:
+    return "no repro was recorded; run the command again"
 
 
 def main(args, argv) -> int:
     from fuzzharness.buckets.signatures import signature
-    from fuzzharness.commands.replay import load_case
-    from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+    from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_HARNESS, EXIT_OK
+    from fuzzharness.core.storage import check_writable_dir
     from fuzzharness.core.tvm_support import versions
-    from fuzzharness.minimize.case_file import check_names, run_once
+    from fuzzharness.core.verdict import Status
+    from fuzzharness.minimize.case_file import run_once
     from fuzzharness.minimize.report import REPROS_DIR
     from fuzzharness.repro.package import write_repro
 
-    if args.verify < 1:
-        raise UsageError("--verify must be ≥ 1")
-    case, _ = load_case(args)
-    check_names(case)
+    case, _, campaign = load_case(args, "repro")
+    root = args.out or ((campaign / REPROS_DIR) if campaign else Path(REPROS_DIR))
+    check_writable_dir(root, "--out" if args.out else "the repro directory")
+    if campaign is not None:  # the outcome goes into its database: check it can be written
+        from fuzzharness.campaign.db import ResultsDB
+
+        ResultsDB(campaign).close()
+    timeout = args.timeout or DEFAULT_TIMEOUT
     failing_call = case.origin.get("failing_call")
     if failing_call and case.origin.get("failing_verdict"):
         # a failure while the schedule was drawn: the call that fails is not in the trace
@@ -49,20 +68,23 @@ def main(args, argv) -> int:
 
         verdict = Verdict.from_dict(case.origin["failing_verdict"])
     else:
-        failing_call, verdict = None, run_once(case, args.timeout)
+        failing_call, verdict = None, run_once(case, timeout)
     print(f"case {case.id}: {verdict.line()}")
+    if verdict.status is Status.HARNESS_ERROR:
+        print("a harness error, not a TVM finding: nothing to reproduce")
+        return EXIT_HARNESS
     if not verdict.is_finding:
         print("not a TVM finding: nothing to reproduce")
         return EXIT_OK
     sig = signature(None if failing_call else case.to_dict(), verdict)
-    base = args.out or ((args.db / REPROS_DIR / sig.key) if args.db else Path(REPROS_DIR) / sig.key)
+    base = root / sig.key
     outcome = write_repro(base, case, verdict, bucket=sig.key, signature=sig, versions=versions(),
                           verify_times=args.verify, triage=not args.no_triage,
-                          timeout=args.timeout, failing_call=failing_call)
-    if args.db is not None:
+                          timeout=timeout, failing_call=failing_call)
+    if campaign is not None:
         from fuzzharness.campaign.db import ResultsDB
 
-        db = ResultsDB(args.db)
+        db = ResultsDB(campaign)
         try:
             db.add_repro(outcome.record)
         finally:

@@ -2,13 +2,23 @@
 processes, judge them against float64 references, and store every case and verdict in
 DIR/results.sqlite.  Failures are grouped into buckets and matched against a known-bugs file.
 
-Settings come from the embedded defaults, then --config FILE (TOML), then flags.
---resume DIR continues a stored campaign with its stored settings; only the stopping rule,
-workers, timeout, memory, executor (and Ray address), remote device and known-bugs file may
-be changed then.
+  fuzzharness run [DIR] [options]       a new campaign in DIR (default fuzz-runs/<time>-seed<seed>)
+  fuzzharness run DIR --resume          continue the campaign stored in DIR
+
+Settings come from the embedded defaults, then --config FILE (TOML), then flags
+(`fuzzharness config ...` with the same flags prints the result as TOML).  A resumed
+campaign keeps its stored settings; only the stopping rule, workers, timeout, memory,
+executor (and Ray address), remote device and known-bugs file may be changed then, and a
+campaign recorded by another harness or TVM version is refused (its remaining cases would
+come from another generator) unless --force.
+
+Everything that can be wrong with the request is checked before the first case runs: flags
+and settings, the campaign directory (writable, not a file), the database (ours, not newer,
+not corrupt).  Ctrl-C (or SIGTERM) stops within seconds: every finished case is stored, the
+workers are ended, and one line says how to resume.
 
 Exit status: 0 no new failures (every TVM finding is a known bug), 1 new failures,
-2 usage/configuration error.
+2 usage/configuration/environment error, 3 interrupted or harness errors (see below).
 """
 
 from __future__ import annotations
@@ -18,6 +28,18 @@ import datetime
 import json
 import sys
 from pathlib import Path
+
+from fuzzharness.commands.common import (
+    add_output_flags,
+    count,
+    deprecated,
+    fraction,
+    name_list,
+    positive,
+    seconds,
+    seconds_or_zero,
+)
+from fuzzharness.core.errors import UsageError
 
 HELP = "run a fuzz campaign"
 
@@ -30,13 +52,25 @@ _GENERATION_FLAGS = ("workloads", "dtypes", "primitives", "max_steps", "target",
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--seed", type=int, help="campaign seed (default: random, printed)")
-    p.add_argument("--time-budget", type=float, metavar="SECONDS",
+    p.add_argument("dir", metavar="DIR", type=Path, nargs="?",
+                   help="the campaign directory (default for a new one: "
+                        "fuzz-runs/<timestamp>-seed<seed>)")
+    p.add_argument("--resume", nargs="?", const=True, metavar="DIR",
+                   help="continue the campaign stored in DIR with its stored settings "
+                        "(`run DIR --resume`; `--resume DIR` also works)")
+    p.add_argument("--force", action="store_true",
+                   help="with --resume: continue a campaign recorded by another harness or "
+                        "TVM version (its remaining cases may differ from what it would have "
+                        "generated)")
+    p.add_argument("--out", type=Path, metavar="DIR", help="the same as DIR")
+    p.add_argument("--seed", type=count, help="campaign seed (default: random, printed)")
+    p.add_argument("--time-budget", type=seconds_or_zero, metavar="SECONDS",
                    help="stop handing out cases after this long (default 120; 0 = no limit)")
-    p.add_argument("--max-cases", type=int, metavar="N", help="stop after N cases (0 = no limit)")
-    p.add_argument("--workers", type=int, metavar="N", help="worker processes (default: CPU count)")
-    p.add_argument("--timeout", type=float, metavar="SECONDS", help="per-case timeout (default 30)")
-    p.add_argument("--memory-mb", type=int, metavar="MB",
+    p.add_argument("--max-cases", type=count, metavar="N", help="stop after N cases (0 = no limit)")
+    p.add_argument("--workers", type=positive, metavar="N",
+                   help="worker processes (default: CPU count)")
+    p.add_argument("--timeout", type=seconds, metavar="SECONDS", help="per-case timeout (default 30)")
+    p.add_argument("--memory-mb", type=count, metavar="MB",
                    help="data-memory limit per worker (default 4096; 0 = none)")
     p.add_argument("--executor", metavar="NAME",
                    help="where cases run: local (default; worker processes here) or ray "
@@ -51,16 +85,13 @@ def add_arguments(p) -> None:
     p.add_argument("--rpc-key", metavar="KEY", help="device key on the RPC tracker (or server)")
     p.add_argument("--known-bugs", type=Path, metavar="FILE",
                    help="known-bugs TOML file (default: the packaged fuzzharness/known_bugs.toml)")
-    p.add_argument("--out", type=Path, metavar="DIR",
-                   help="campaign directory (default: fuzz-runs/<timestamp>-seed<seed>)")
-    p.add_argument("--resume", type=Path, metavar="DIR",
-                   help="continue the campaign stored in DIR (its stored settings are used)")
     p.add_argument("--config", type=Path, metavar="FILE", help="TOML settings file")
-    p.add_argument("--workloads", help="comma-separated workload names (default: all)")
+    p.add_argument("--workloads", help="comma-separated workload names (default: all; "
+                                       "`fuzzharness list workloads`)")
     p.add_argument("--dtypes", help="comma-separated dtype labels (default: all)")
     p.add_argument("--primitives", help="comma-separated schedule primitives (default: all)")
-    p.add_argument("--max-steps", type=int, metavar="N", help="max schedule steps per case")
-    p.add_argument("--graph-fraction", type=float, metavar="P",
+    p.add_argument("--max-steps", type=count, metavar="N", help="max schedule steps per case")
+    p.add_argument("--graph-fraction", type=fraction, metavar="P",
                    help="share of whole-graph (Relax) cases when the workloads are not named "
                         "(default 0.2; 0 = single-PrimFunc cases only; --workloads graph: "
                         "graphs only)")
@@ -69,22 +100,26 @@ def add_arguments(p) -> None:
                         "opencl or adreno (run by pyopencl on an OpenCL CPU runtime); "
                         "or a JSON target dict")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    p.add_argument("--coverage", action="store_true",
+                   help="print the coverage tables in the summary (default: one line)")
     p.add_argument("--no-minimize", action="store_true",
                    help="do not minimize new failure buckets into repros at the end")
-    p.add_argument("--minimize-budget", type=float, metavar="SECONDS",
+    p.add_argument("--minimize-budget", type=seconds_or_zero, metavar="SECONDS",
                    help="time cap for minimizing new buckets at the end, all together "
                         f"(default {MINIMIZE_BUDGET:g}, or ${MINIMIZE_BUDGET_ENV}; 0 = do not)")
+    add_output_flags(p, json_help="print the summary as JSON on stdout (counts, new findings "
+                                  "with their repro paths, exit status)")
 
 
-def _csv(text: str | None) -> tuple[str, ...] | None:
-    if text is None:
-        return None
-    return tuple(x.strip() for x in text.split(",") if x.strip())
+def interrupted_hint(args) -> str:
+    where = getattr(args, "_campaign_dir", None)
+    if where is None:
+        return "nothing was stored"
+    return f"the finished cases are stored; continue with: fuzzharness run {where} --resume"
 
 
 def _target(text: str | None) -> dict | None:
     """A preset name (fuzzharness.generators.cases.TARGET_PRESETS) or a JSON target dict."""
-    from fuzzharness.core.errors import UsageError
     from fuzzharness.generators.cases import TARGET_PRESETS
 
     if text is None:
@@ -126,6 +161,7 @@ def _rpc(args) -> dict | None:
 
 
 def settings_from_args(args):
+    """The settings of a new campaign: defaults < --config FILE < flags (not validated)."""
     from fuzzharness.campaign.settings import CampaignSettings, read_toml
 
     s, toml_keys = CampaignSettings(), set()
@@ -141,17 +177,59 @@ def settings_from_args(args):
         over["time_budget"] = 0.0  # --max-cases alone means "run exactly N"
     s = dataclasses.replace(s, **over)
     gen = {k: v for k, v in {
-        "workloads": _csv(args.workloads), "dtypes": _csv(args.dtypes),
-        "primitives": _csv(args.primitives), "max_steps": args.max_steps,
+        "workloads": name_list("--workloads", args.workloads),
+        "dtypes": name_list("--dtypes", args.dtypes),
+        "primitives": name_list("--primitives", args.primitives), "max_steps": args.max_steps,
         "target": _target(args.target), "graph_fraction": args.graph_fraction,
     }.items() if v is not None}
     return dataclasses.replace(s, generation=dataclasses.replace(s.generation, **gen))
 
 
-def _minimize_budget(args) -> float:
+def resume_overrides(args) -> dict:
+    """The settings a resume may change, from the flags; a usage error for the others."""
+    given = [f"--{k.replace('_', '-')}" for k in _GENERATION_FLAGS
+             if getattr(args, k, None) is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)} cannot change a stored campaign "
+                         "(it would generate different cases); start a new one")
+    over = _run_overrides(args)
+    if args.max_cases and args.time_budget is None:
+        over["time_budget"] = 0.0
+    return over
+
+
+def campaign_directory(args) -> tuple[Path | None, bool]:
+    """(the campaign directory or None for a new default one, resume?) from DIR, --out and
+    --resume [DIR]; a usage error when they disagree."""
+    named = [d for d in (args.dir, args.out) if d is not None]
+    if isinstance(args.resume, str):  # the old spelling `--resume DIR`
+        deprecated("--resume DIR", "fuzzharness run DIR --resume")
+        named.append(Path(args.resume))
+    if len({str(Path(d)) for d in named}) > 1:
+        raise UsageError(f"two campaign directories given ({', '.join(map(str, named))}); "
+                         "give one DIR")
+    directory = named[0] if named else None
+    resume = args.resume is not None
+    if resume and directory is None:
+        raise UsageError("--resume: which campaign? `fuzzharness run DIR --resume`")
+    if args.force and not resume:
+        raise UsageError("--force only applies to --resume")
+    return directory, resume
+
+
+def session_argv(args, argv: list[str]) -> list[str]:
+    """The command line stored with the session; a minimization budget that came from
+    $FUZZHARNESS_MINIMIZE_BUDGET is written out, so the record says what was in effect."""
     import os
 
-    from fuzzharness.core.errors import UsageError
+    if args.minimize_budget is None and not args.no_minimize and os.environ.get(MINIMIZE_BUDGET_ENV, "").strip():
+        return ["run", *argv, f"--minimize-budget={minimize_budget(args):g}"]
+    return ["run", *argv]
+
+
+def minimize_budget(args) -> float:
+    import math
+    import os
 
     budget = args.minimize_budget
     if budget is None:
@@ -159,39 +237,65 @@ def _minimize_budget(args) -> float:
         try:
             budget = float(text) if text.strip() else MINIMIZE_BUDGET
         except ValueError:
-            raise UsageError(f"${MINIMIZE_BUDGET_ENV}={text!r} is not a number of seconds") from None
-    if budget < 0:
-        raise UsageError("--minimize-budget must be ≥ 0")
+            budget = -1.0
+        if not math.isfinite(budget) or budget < 0:
+            raise UsageError(f"${MINIMIZE_BUDGET_ENV}={text!r} is not a number of seconds ≥ 0")
     return 0.0 if args.no_minimize else budget
 
 
 def main(args, argv) -> int:
+    from fuzzharness.campaign import status
     from fuzzharness.campaign.driver import Campaign, format_summary
-    from fuzzharness.core.errors import UsageError
+    from fuzzharness.campaign.summary import summary_json, summary_quiet
+    from fuzzharness.core.storage import check_writable_dir
 
-    if args.resume is not None:
-        if args.out is not None and args.out != args.resume:
-            raise UsageError("--resume DIR already names the campaign directory; drop --out")
-        given = [f"--{k.replace('_', '-')}" for k in _GENERATION_FLAGS
-                 if getattr(args, k, None) is not None]
-        if given:
-            raise UsageError(f"{', '.join(given)} cannot change a stored campaign "
-                             "(it would generate different cases); start a new one")
-        over = _run_overrides(args)
-        if args.max_cases and args.time_budget is None:
-            over["time_budget"] = 0.0
-        campaign = Campaign(args.resume, resume=True, overrides=over, argv=["run", *argv],
-                            progress=not args.no_progress, minimize_budget=_minimize_budget(args))
+    directory, resume = campaign_directory(args)
+    quiet = args.quiet or args.json
+    progress = not (args.no_progress or quiet)
+    if resume:
+        over = resume_overrides(args)
+        status.check_resumable(directory, force=args.force)
+        args._campaign_dir = directory
+        campaign = Campaign(directory, resume=True, overrides=over, argv=session_argv(args, argv),
+                            progress=progress, minimize_budget=minimize_budget(args))
     else:
         settings = settings_from_args(args).validate()
         if settings.seed is None:
             import random
 
             settings.seed = random.randrange(2**31)
-        out = args.out or Path("fuzz-runs") / (
+        out = directory or Path("fuzz-runs") / (
             datetime.datetime.now().strftime("%Y%m%d-%H%M%S") + f"-seed{settings.seed}")
-        campaign = Campaign(out, settings, argv=["run", *argv], progress=not args.no_progress,
-                            minimize_budget=_minimize_budget(args))
+        check_writable_dir(out, "the campaign directory")
+        budget = minimize_budget(args)
+        campaign = Campaign(out, settings, argv=session_argv(args, argv), progress=progress,
+                            minimize_budget=budget)
+        args._campaign_dir = out
+    if not quiet:
+        print(header(campaign), file=sys.stderr, flush=True)
+    status.mark_running(campaign.out)
+    try:
+        summary = campaign.run()
+    finally:
+        status.mark_stopped(campaign.out)
+    if args.json:
+        print(json.dumps(summary_json(summary), indent=1))
+    elif args.quiet:
+        print(summary_quiet(summary))
+    else:
+        print(format_summary(summary, coverage_table=args.coverage))
+    sys.stdout.flush()
+    if summary.interrupted == "minimizing":
+        print(f"fuzzharness: interrupted while minimizing new buckets (every case ran and is "
+              f"stored); the verified repros are stored; continue with: fuzzharness minimize "
+              f"{campaign.out}", file=sys.stderr, flush=True)
+    elif summary.interrupted:
+        print(f"fuzzharness: interrupted while running cases; {interrupted_hint(args)}",
+              file=sys.stderr, flush=True)
+    return summary.exit_code
+
+
+def header(campaign) -> str:
     s = campaign.settings
     limit = []
     if s.time_budget:
@@ -203,9 +307,8 @@ def main(args, argv) -> int:
     device = s.remote_device()
     where = f" on {device.describe()}" if device is not None else ""
     executor = s.executor + (f" at {s.ray_address}" if s.executor == "ray" and s.ray_address else "")
-    print(f"fuzzharness: seed {campaign.seed}, {s.workers} workers ({executor}), "
-          f"{' or '.join(limit)}, target {s.generation.target.get('kind')}{where}, "
-          f"{len(campaign.known)} known bugs, {mini}, out {campaign.out}", file=sys.stderr)
-    summary = campaign.run()
-    print(format_summary(summary))
-    return summary.exit_code
+    workers = f"{s.workers} worker{'s' if s.workers != 1 else ''}"
+    return (f"fuzzharness: seed {campaign.seed}, {workers} ({executor}), "
+            f"{' or '.join(limit)}, target {s.generation.target.get('kind')}{where}, "
+            f"{len(campaign.known)} known bugs, {mini}, out {campaign.out}")
+

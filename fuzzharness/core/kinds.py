@@ -46,7 +46,8 @@ class CaseKind:
     """What one kind of case provides to every layer (see the module docstring).
 
     Execution
-        :meth:`run` — the stages of one :class:`~fuzzharness.execution.stages.Execution`.
+        :meth:`run` — the stages of one :class:`~fuzzharness.execution.stages.Execution`;
+        :meth:`check_case` — is a user's case file a valid case of this kind.
     Buckets
         :meth:`bucket_primitives` — what a wrong answer's bucket key lists.
     Minimizer
@@ -68,6 +69,12 @@ class CaseKind:
     def run(self, execution, result) -> None:
         """Run the case's stages through ``execution.stage``; set ``result.verdict`` last."""
         raise NotImplementedError
+
+    def check_case(self, case: Case) -> str | None:
+        """Why ``case`` (given by a user: a case file) is not a valid case of this kind —
+        parameters that build no program, a schedule that is not a trace — or None.  Run
+        before the case does, so that garbage is a usage error and never a TVM finding."""
+        return None
 
     # -- buckets --------------------------------------------------------------------------------
     def bucket_primitives(self, case: dict[str, Any], status: str) -> tuple[str, ...]:

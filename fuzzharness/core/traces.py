@@ -44,3 +44,30 @@ def trace_primitives(trace: Any) -> tuple[str, ...]:
         else:
             names.add(_KIND_METHODS.get(kind) or _CAMEL.sub("_", kind).lower())
     return tuple(sorted(names))
+
+
+def trace_shape_problem(trace: Any, where: str = "schedule.trace") -> str | None:
+    """Why ``trace`` is not a stored trace (``None``, or TVM's ``Trace.as_json()`` shape:
+    ``[[[kind, inputs, attrs, outputs], ...], [[instruction index, decision], ...]]``), or
+    None when it has that shape.  Plain data only: whether TVM knows each kind is the
+    caller's question (:func:`fuzzharness.core.tvm_support.unknown_instruction_kinds`)."""
+    if trace is None:
+        return None
+    if not isinstance(trace, list) or len(trace) != 2 or not all(isinstance(x, list) for x in trace):
+        return (f"{where} must be null or TVM's Trace.as_json(): [instructions, decisions], "
+                f"not {str(trace)[:60]!r}")
+    insts, decisions = trace
+    for i, inst in enumerate(insts):
+        if not (isinstance(inst, list) and len(inst) == 4 and isinstance(inst[0], str)
+                and all(isinstance(x, list) for x in inst[1:])):
+            return f"{where}: instruction {i} is not [kind, inputs, attrs, outputs]: {str(inst)[:60]}"
+    for d in decisions:
+        if not (isinstance(d, list) and len(d) == 2 and isinstance(d[0], int)
+                and not isinstance(d[0], bool) and 0 <= d[0] < len(insts)):
+            return f"{where}: decision {str(d)[:60]} does not name an instruction by index"
+    return None
+
+
+def trace_kinds(trace: Any) -> list[str]:
+    """The instruction kinds of a trace of the shape :func:`trace_shape_problem` accepts."""
+    return [inst[0] for inst in (trace or [[], []])[0]]

@@ -139,3 +139,16 @@ def blame_tvm(exc: BaseException) -> bool:
         or (name or "").startswith("tvm::")
         or type(exc).__module__.startswith(("tvm", "tvm_ffi"))
     )
+
+
+def unknown_instruction_kinds(kinds: list[str]) -> list[str]:
+    """The names among ``kinds`` that TVM has no schedule instruction kind for."""
+    from tvm.s_tir.schedule import InstructionKind
+
+    unknown = []
+    for name in dict.fromkeys(kinds):
+        try:
+            InstructionKind.get(name)
+        except Exception:  # noqa: BLE001 - TVM raises AttributeError from a failed check
+            unknown.append(name)
+    return unknown

@@ -25,7 +25,7 @@ from fuzzharness.buckets.signatures import Signature, signature
 from fuzzharness.core.case import Case
 from fuzzharness.core.tvm_support import versions
 from fuzzharness.core.verdict import Status, Verdict
-from fuzzharness.differential.plan import State, unavailable_reason
+from fuzzharness.differential.plan import State, rerun_command, unavailable_reason
 from fuzzharness.repro import corpus
 from fuzzharness.repro.package import write_repro
 from fuzzharness.repro.verify import run_script
@@ -96,7 +96,7 @@ def expected_key(meta: dict[str, Any]) -> str | None:
     return None
 
 
-def check_case(state: State, result, what: str) -> None:
+def check_case(state: State, result, what: str, nodeid: str | None = None) -> None:
     """pass → return; inconclusive / schedule_rejected → skip; known bug → xfail; else fail."""
     v, case = result.verdict, result.case
     if v.status is Status.PASS:
@@ -117,7 +117,7 @@ def check_case(state: State, result, what: str) -> None:
             pytest.xfail(f"known TVM bug {bug.label()}: {v.line()}")
     state.outcomes[_judged(v, "FAILED")] += 1
     paths = write_failure(state.out / (case or {}).get("id", result.task["task"]), case, v)
-    pytest.fail(failure_text(state, case, v, what, *paths), pytrace=False)
+    pytest.fail(failure_text(state, case, v, what, *paths, nodeid=nodeid), pytrace=False)
 
 
 def _judged(v, label: str) -> str:
@@ -159,7 +159,7 @@ def write_failure(folder: Path, case: dict[str, Any] | None, verdict) -> tuple[P
 
 
 def failure_text(state: State, case, v, what: str, case_path: Path | None,
-                 repro: Path | None) -> str:
+                 repro: Path | None, nodeid: str | None = None) -> str:
     worst = (f"{v.worst_output}{list(v.worst_index)}"
              if v.worst_output is not None and v.worst_index is not None else "-")
     ratio = f"{v.ratio:.4g}" if v.ratio is not None else "-"
@@ -184,5 +184,5 @@ def failure_text(state: State, case, v, what: str, case_path: Path | None,
     else:
         lines.append("  (no case recorded: its generation failed, or the worker died before "
                      f"reporting it; it regenerates with --fuzz-seed {state.seed})")
-    lines.append(f"  rerun: pytest -m differential --fuzz-seed {state.seed}")
+    lines.append(f"  rerun: {rerun_command(state, nodeid)}")
     return "\n".join(lines)

@@ -50,8 +50,10 @@ class State:
     seed_origin: str
     profile: str
     n_cases: int
+    cases_given: bool  # --fuzz-cases N (exactly N) rather than the profile's number
     max_steps: int
     targets: list[str]
+    target_filter: tuple[str, ...] | None  # --fuzz-targets as given (None: all)
     workloads: tuple[str, ...] | None
     dtypes: tuple[str, ...] | None
     combos: list[tuple[str, str, str]]  # runnable (target, workload, dtype)
@@ -72,18 +74,21 @@ class State:
         opt = config.getoption
         profile, hyp, extras = _profile(opt("fuzz_profile") or DEFAULT_PROFILE)
         seed, origin = _seed(config, hyp)
-        n = opt("fuzz_cases")
-        n = int(hyp.max_examples) if n is None else n
-        if n < 0:
+        given = opt("fuzz_cases")
+        if given is not None and given < 0:
             raise pytest.UsageError("--fuzz-cases must be ≥ 0")
         targets, wls, dts = _split(opt("fuzz_targets")), _split(opt("fuzz_workloads")), _split(opt("fuzz_dtypes"))
         combos, skipped, unavailable = plan_combinations(targets, wls, dts)
         root = Path(config.rootpath)
         state = cls(
             seed=seed, seed_origin=origin, profile=profile,
-            n_cases=max(n, len(combos)) if combos else 0,
+            # --fuzz-cases N: exactly N; a profile's max_examples: at least one per combination
+            n_cases=(given if given is not None
+                     else max(int(hyp.max_examples), len(combos)) if combos else 0),
+            cases_given=given is not None,
             max_steps=int(extras.get("max_steps", 8)),
-            targets=list(targets or TARGET_PRESETS), workloads=wls, dtypes=dts,
+            targets=list(targets or TARGET_PRESETS), target_filter=targets, workloads=wls,
+            dtypes=dts,
             combos=combos, skipped=skipped, unavailable=unavailable,
             workers=opt("fuzz_workers") or default_workers(), timeout=opt("fuzz_timeout"),
             corpus=Path(opt("fuzz_corpus") or root / "corpus"),
@@ -203,8 +208,36 @@ class CaseSpec:
 
 
 def sample(state: State) -> list[CaseSpec]:
-    combos = state.combos
-    return [CaseSpec(*combos[i % len(combos)], index=i) for i in range(state.n_cases)]
+    """Case ``i`` runs on combination ``i mod C`` (round robin); with fewer cases than
+    combinations (``--fuzz-cases N``, N < C) the N cases are spread evenly over them, so a
+    small sample still mixes targets, workloads and dtypes."""
+    combos, n = state.combos, state.n_cases
+    if not combos:
+        return []
+    if n >= len(combos):
+        return [CaseSpec(*combos[i % len(combos)], index=i) for i in range(n)]
+    return [CaseSpec(*combos[i * len(combos) // n], index=i) for i in range(n)]
+
+
+def rerun_command(state: State, nodeid: str | None = None) -> str:
+    """The pytest command line that plans this very sample again (seed, profile, number of
+    cases and filters) and, with ``nodeid``, runs only that item."""
+    import shlex
+
+    parts = ["pytest", "-m", "differential", f"--fuzz-seed={state.seed}"]
+    if state.profile != DEFAULT_PROFILE:
+        parts.append(f"--fuzz-profile={state.profile}")
+    if state.cases_given:
+        parts.append(f"--fuzz-cases={state.n_cases}")
+    for flag, value in (("--fuzz-targets", state.target_filter),
+                        ("--fuzz-workloads", state.workloads), ("--fuzz-dtypes", state.dtypes)):
+        if value:
+            parts.append(f"{flag}={','.join(value)}")
+    if state.known_bugs:
+        parts.append(f"--fuzz-known-bugs={state.known_bugs}")
+    if nodeid:
+        parts.append(nodeid)
+    return " ".join(shlex.quote(x) for x in parts)
 
 
 def task_of(state: State, spec: Any) -> dict[str, Any] | None:

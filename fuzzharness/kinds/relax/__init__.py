@@ -16,7 +16,7 @@ from fuzzharness.core.case import Case
 from fuzzharness.core.kinds import CaseKind
 from fuzzharness.core.verdict import Verdict
 from fuzzharness.generators.graphs.spec import graph_primitives
-from fuzzharness.kinds.relax import issue_text, minimize, script
+from fuzzharness.kinds.relax import check, issue_text, minimize, script
 from fuzzharness.kinds.relax.run import run_graph
 from fuzzharness.minimize import trace_edit
 
@@ -29,6 +29,9 @@ class RelaxKind(CaseKind):
 
     def run(self, execution, result) -> None:
         run_graph(execution, result)
+
+    def check_case(self, case: Case) -> str | None:
+        return check.check_case(case)
 
     def bucket_primitives(self, case: dict[str, Any], status: str) -> tuple[str, ...]:
         # the operators and every fused function's primitives: a wrong answer's bucket

@@ -14,7 +14,7 @@ from fuzzharness.core.case import Case
 from fuzzharness.core.kinds import CaseKind
 from fuzzharness.core.traces import trace_primitives
 from fuzzharness.core.verdict import Status, Verdict
-from fuzzharness.kinds.tir import issue_text, pass_bisect, script
+from fuzzharness.kinds.tir import check, issue_text, pass_bisect, script
 from fuzzharness.kinds.tir.run import run_case
 from fuzzharness.minimize import passes, trace_edit
 
@@ -27,6 +27,9 @@ class TirKind(CaseKind):
 
     def run(self, execution, result) -> None:
         run_case(execution, result)
+
+    def check_case(self, case: Case) -> str | None:
+        return check.check_case(case)
 
     def bucket_primitives(self, case: dict[str, Any], status: str) -> tuple[str, ...]:
         if status == Status.REFERENCE_MISMATCH.value:

@@ -1,0 +1,164 @@
+"""A campaign's findings, most severe first: the one query every consumer renders.
+
+The terminal summary (``--json``), ``fuzzharness status`` and the report's first section all
+read :func:`campaign_findings` — one row per TVM finding bucket of a campaign database, with
+its severity, whether the known-bugs file knows it, and where its repro is (or why there is
+none).  Keeping this in one place is what lets later grouping — buckets merged into *root
+causes* after minimization — reach every view by changing this function alone.
+
+Severity (the order in which a maintainer should look, and in which buckets are worth
+minimizing first):
+
+=========  ======  ==============================================================================
+``high``   1       a silent wrong answer: ``wrong_result``, ``nan_inf``, a ``crash`` while the
+                   kernel ran (an out-of-bounds access, a heap corruption)
+``medium`` 2       ``timeout``; a ``crash`` while compiling
+``low``    3       ``compile_error`` (TVM refuses loudly); ``order_preserving_divergence``
+                   (bits differ within the bound where the order was kept)
+``triage`` 4       ``reference_mismatch``: TVM's unscheduled build disagrees with the
+                   reference — TVM's default lowering or this harness's reference is wrong
+=========  ======  ==============================================================================
+
+Within a severity: new before known, then by count.  The repro path is relative to the
+campaign directory (``repros/<bucket>``), so it stays valid when the directory moves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from fuzzharness.buckets.known_bugs import KnownBugs
+from fuzzharness.buckets.signatures import Signature
+from fuzzharness.core.verdict import Status
+
+REPROS_DIR = "repros"
+SEVERITIES = ("high", "medium", "low", "triage")
+
+
+def severity(symptom: str, stage: str) -> str:
+    """The severity label of a finding (see the module docstring)."""
+    if symptom in (Status.WRONG_RESULT.value, Status.NAN_INF.value):
+        return "high"
+    if symptom == Status.CRASH.value:
+        return "high" if stage == "run" else "medium"
+    if symptom == Status.TIMEOUT.value:
+        return "medium"
+    if symptom == Status.REFERENCE_MISMATCH.value:
+        return "triage"
+    return "low"
+
+
+@dataclasses.dataclass
+class Finding:
+    key: str
+    title: str
+    symptom: str
+    stage: str
+    severity: str
+    count: int
+    first_seen: float
+    last_seen: float
+    example_idx: int
+    known_id: str = ""  # the known-bugs entry that matches ("": a new finding)
+    known_link: str = ""  # its upstream link, or its status ("not yet reported")
+    repro: str = ""  # the repro directory, relative to the campaign directory ("": none)
+    repro_status: str = ""  # reproduced | not reproduced | not minimized
+    repro_note: str = ""  # why not, in a few words
+
+    @property
+    def is_new(self) -> bool:
+        return not self.known_id
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self) | {"new": self.is_new}
+
+
+def campaign_findings(conn: sqlite3.Connection, known: KnownBugs, root: str | Path,
+                      *, tvm_version: str | None = None) -> list[Finding]:
+    """The findings of the campaign database behind ``conn`` (read-only is enough), sorted:
+    severity, new first, count.  ``root``: the campaign directory (repro paths are read
+    there and given relative to it)."""
+    root = Path(root)
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "buckets" not in tables:
+        return []
+    if tvm_version is None and "campaign" in tables:
+        row = conn.execute("SELECT versions FROM campaign").fetchone()
+        tvm_version = json.loads(row[0]).get("tvm") if row else None
+    repros = _repros(conn, tables)
+    minimize_off = _minimization_off(conn, tables)
+    out = []
+    for key, symptom, stage, title, sig_json, first, last, n, example in conn.execute(
+            "SELECT key, symptom, stage, title, signature, first_seen, last_seen, count, "
+            "example_idx FROM buckets"):
+        if not Status(symptom).is_finding:
+            continue
+        sig = Signature.from_dict(json.loads(sig_json))
+        bug = known.match(sig, tvm_version)
+        f = Finding(key, title, symptom, stage, severity(symptom, stage), int(n), float(first),
+                    float(last), int(example), known_id=bug.id if bug else "",
+                    known_link=(bug.link or bug.status) if bug else "")
+        _repro_of(f, repros.get(key), root, minimize_off)
+        out.append(f)
+    out.sort(key=lambda f: (SEVERITIES.index(f.severity), not f.is_new, -f.count, f.example_idx))
+    return out
+
+
+def _repros(conn: sqlite3.Connection, tables: set[str]) -> dict[str, dict[str, Any]]:
+    if "repros" not in tables:
+        return {}
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(repros)")]
+    want = [c for c in ("bucket", "path", "reproduced", "exit_code", "output", "notes") if c in cols]
+    if "bucket" not in want or "reproduced" not in want:
+        return {}
+    return {r[0]: dict(zip(want, r, strict=True))
+            for r in conn.execute(f"SELECT {', '.join(want)} FROM repros")}
+
+
+def _minimization_off(conn: sqlite3.Connection, tables: set[str]) -> bool:
+    """Did the campaign's last session run with minimization switched off?"""
+    if "sessions" not in tables:
+        return False
+    row = conn.execute("SELECT argv FROM sessions ORDER BY id DESC LIMIT 1").fetchone()
+    argv = [str(a) for a in (json.loads(row[0]) if row and row[0] else [])]
+    budgets = [b for a, b in zip(argv, argv[1:] + [""], strict=True) if a == "--minimize-budget"]
+    budgets += [a.split("=", 1)[1] for a in argv if a.startswith("--minimize-budget=")]
+    return "--no-minimize" in argv or any(_is_zero(b) for b in budgets)
+
+
+def _is_zero(text: str) -> bool:
+    try:
+        return float(text) == 0
+    except ValueError:
+        return False
+
+
+def _repro_of(f: Finding, rec: dict[str, Any] | None, root: Path, minimize_off: bool) -> None:
+    folder = root / REPROS_DIR / f.key
+    if rec is not None:
+        f.repro = f"{REPROS_DIR}/{f.key}"
+        if rec.get("reproduced"):
+            f.repro_status = "reproduced"
+        else:
+            f.repro_status = "not reproduced"
+            lines = [ln for ln in str(rec.get("output") or "").splitlines() if ln.strip()]
+            code = rec.get("exit_code")
+            f.repro_note = (f"the script exited {code}" if code is not None else "no exit status")
+            if lines:
+                f.repro_note += f": {lines[-1].strip()[:120]}"
+        return
+    if folder.is_dir():
+        f.repro, f.repro_status = f"{REPROS_DIR}/{f.key}", "not recorded"
+        f.repro_note = "a repro folder without a record in the database"
+        return
+    f.repro_status = "not minimized"
+    if not f.is_new:
+        f.repro_note = "a known bug (minimize --all to write one)"
+    elif minimize_off:
+        f.repro_note = "minimization was off (--no-minimize, or a budget of 0)"
+    else:
+        f.repro_note = "not reached within the time cap, or interrupted"

@@ -1,0 +1,101 @@
+"""Ctrl-C and SIGTERM: stop within seconds, keep what is stored, never print a traceback.
+
+:func:`install` (called once by the CLI) makes the first SIGINT *or* SIGTERM raise
+:class:`KeyboardInterrupt` in the main thread — Python's own behaviour for SIGINT, extended
+to SIGTERM, which is what CI runners and ``timeout`` send — so that every phase unwinds
+through its ``finally`` blocks: the campaign database commits nothing half-done (one
+transaction per result), worker pools kill their processes, reports are written whole or
+not at all.  The caller turns the exception into one line and exit code 3.
+
+From the first signal on, a second one does not raise again (a traceback out of a
+``finally`` block is what users saw before): it writes one line, kills the process groups
+of the harness's own children (:func:`register`) and ends the process at once with
+``os._exit(3)``.  Nothing is lost that was stored: every result and repro record is
+committed when it is made (SQLite WAL), and files are written atomically
+(:func:`fuzzharness.core.storage.write_text_atomic`).
+
+Children: harness child processes run in their own session (so a terminal's Ctrl-C reaches
+only the driver, which decides what to stop) with ``PR_SET_PDEATHSIG`` (so that they die with
+the process that started them, whatever kills it); see :mod:`fuzzharness.core.children`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+from fuzzharness.core.errors import EXIT_HARNESS
+
+_children: set[int] = set()
+_installed = False
+#: set once the first signal arrived (read by long loops that prefer a flag to an exception)
+interrupted = threading.Event()
+
+
+def install_startup() -> None:
+    """While the CLI is still importing (nothing done, nothing to store): a signal ends the
+    process at once with one line.  :func:`install` replaces this when the work begins."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def startup(signum, frame) -> None:
+        os.write(2, b"fuzzharness: interrupted before it started; nothing was done\n")
+        os._exit(EXIT_HARNESS)
+
+    signal.signal(signal.SIGINT, startup)
+    signal.signal(signal.SIGTERM, startup)
+
+
+def install() -> None:
+    """Route SIGINT and SIGTERM of this (main-thread) process through :func:`_first`."""
+    global _installed
+    if _installed or threading.current_thread() is not threading.main_thread():
+        return
+    signal.signal(signal.SIGINT, _first)
+    signal.signal(signal.SIGTERM, _first)
+    _installed = True
+
+
+def _first(signum, frame) -> None:
+    interrupted.set()
+    signal.signal(signal.SIGINT, _again)
+    signal.signal(signal.SIGTERM, _again)
+    raise KeyboardInterrupt
+
+
+def _again(signum, frame) -> None:
+    try:
+        os.write(2, b"\nfuzzharness: interrupted again: stopping now "
+                    b"(everything committed so far is stored)\n")
+    except OSError:
+        pass
+    kill_children()
+    os._exit(EXIT_HARNESS)
+
+
+def register(pgid: int) -> None:
+    """A child's process group, killed by a second signal."""
+    _children.add(pgid)
+
+
+def unregister(pgid: int) -> None:
+    _children.discard(pgid)
+
+
+def kill_children() -> None:
+    for pgid in list(_children):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        _children.discard(pgid)
+
+
+def settle() -> None:
+    """Called when the process is about to end after an interrupt: from here on, further
+    signals are ignored — Python restores the *default* handlers while it shuts down, and a
+    Ctrl-C then would kill the process with SIGINT instead of its exit status."""
+    if interrupted.is_set() and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
