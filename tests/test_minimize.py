@@ -120,6 +120,28 @@ def test_ddmin_finds_the_one_minimal_trace_for_a_synthetic_predicate():
     assert calls  # rounds handed their candidates over in batches
 
 
+def test_ddmin_ends_with_the_single_unit_round_so_the_result_is_1_minimal():
+    """Interesting: every even unit is still there.  Each chunk of two or more units holds an
+    even one, so only removing single units makes progress: ddmin must end with the round
+    that tries every unit alone, or the odd units stay."""
+    def interesting(state) -> bool:
+        return all(u in state for u in range(0, 12, 2))
+
+    def first(cands):
+        return next((c for c in cands if interesting(c)), None)
+
+    def remove(state, chunk):
+        return [u for u in state if u not in chunk]
+
+    result = ddmin(list(range(12)), lambda s: s, remove, first)
+    assert result == [0, 2, 4, 6, 8, 10]
+    for u in result:  # 1-minimal, checked by brute force
+        assert not interesting(remove(result, [u]))
+    # the other side: a predicate a big chunk satisfies is reached without single removals
+    assert ddmin(list(range(12)), lambda s: s, remove,
+                 lambda cands: next((c for c in cands if 3 in c), None)) == [3]
+
+
 def test_ddmin_stops_when_told():
     result = ddmin(synthetic_trace(), lambda t: range(trace_edit.length(t)),
                    lambda t, c: trace_edit.remove(t, c), lambda cands: cands[0],
@@ -144,6 +166,23 @@ def test_same_bug_allows_fewer_primitives_and_another_dtype_for_textless_failure
     assert not same.matches(sig(facts=("loop_mixes_spatial_and_reduction",)))
     assert not same.matches(sig(symptom="nan_inf"))
     assert not SameBug(sig(), strict=True).matches(sig(primitives=("loop_partition",)))
+
+
+def test_same_bug_keeps_the_stage():
+    """The same symptom and message at another stage is another bug (a check failing while
+    lowering is not the one failing in code generation; a crash of the compiler is not one of
+    the generated code): the bucket key holds the stage, and so does the predicate."""
+    lowering = Signature("compile_error", "lower", detail="InternalError: Check failed: x",
+                         site="a.cc:f")
+    codegen = Signature("compile_error", "codegen", detail=lowering.detail, site=lowering.site)
+    assert lowering.key != codegen.key
+    assert not SameBug(lowering).matches(codegen)
+    run_crash = sig(symptom="crash", kind="SIGSEGV", stage="run")
+    build_crash = sig(symptom="crash", kind="SIGSEGV", stage="build")
+    assert run_crash.key != build_crash.key
+    assert not SameBug(run_crash).matches(build_crash)
+    assert SameBug(run_crash).matches(sig(symptom="crash", kind="SIGSEGV", stage="run",
+                                          primitives=("split",)))
 
 
 def test_same_bug_with_error_text_is_key_equality():

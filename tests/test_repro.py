@@ -241,7 +241,45 @@ def test_database_migrates_to_the_repros_table_additively(tmp_path):
     assert db.repro("k")["reproduced"] is True and db.repro("k")["signature"] == {"a": 1}
     db.close()
     con = sqlite3.connect(tmp_path / "results.sqlite")
-    assert con.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0] == "3"
+    assert con.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0] == "4"
+
+
+def test_root_causes_group_the_repros_of_a_version_3_database(tmp_path):
+    """3 → 4 adds the root-cause columns to an existing repros table (its rows kept); two
+    buckets whose repros have one root cause are one root cause, a third stays apart, and a
+    repro that did not reproduce is no root cause at all."""
+    from fuzzharness.buckets.root_causes import RootCause
+    from fuzzharness.campaign.db import ResultsDB
+
+    db = ResultsDB(tmp_path, create=True)
+    db.create_campaign(1, {}, {})
+    db.close()
+    con = sqlite3.connect(tmp_path / "results.sqlite")
+    con.execute("DROP TABLE repros")
+    con.execute("CREATE TABLE repros(bucket TEXT PRIMARY KEY, case_id TEXT, case_json TEXT, "
+                "signature TEXT, path TEXT, reproduced INTEGER NOT NULL, runs INTEGER NOT NULL, "
+                "exit_code INTEGER, output TEXT, original_length INTEGER, length INTEGER, "
+                "minimize_seconds REAL, minimize_runs INTEGER, title TEXT, notes TEXT, "
+                "created REAL NOT NULL)")
+    con.execute("INSERT INTO repros(bucket, reproduced, runs, created) VALUES ('old', 1, 1, 0)")
+    con.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
+    con.commit()
+    con.close()
+    db = ResultsDB(tmp_path)
+    assert db.repro("old")["root_cause"] is None
+    a = RootCause("wrong_output", "verify", ("loop_partition",), culprit="schedule")
+    b = RootCause("wrong_output", "verify", ("cache_write", "vectorize"), culprit="tirx.VectorizeLoop")
+    for bucket, rc, ok, length in (("b1", a, True, 3), ("b2", a, True, 2), ("b3", b, True, 4),
+                                   ("b4", b, False, 1)):
+        db.add_repro({"bucket": bucket, "reproduced": ok, "runs": 1, "length": length,
+                      "path": f"/r/{bucket}", "title": bucket, "root_cause": rc.key,
+                      "root_cause_fields": rc.to_dict()})
+    rows = {r["key"]: r for r in db.root_causes()}
+    assert set(rows) == {a.key, b.key}
+    assert rows[a.key]["buckets"] == ["b1", "b2"] and rows[a.key]["path"] == "/r/b2"
+    assert rows[b.key]["buckets"] == ["b3"]  # b4 did not reproduce
+    assert RootCause.from_dict(rows[a.key]["fields"]) == a
+    db.close()
 
 
 # -- the regression corpus ----------------------------------------------------------------------------
