@@ -283,3 +283,29 @@ def test_real_miscompile_minimizes_to_a_third_and_stays_the_same_bug(minimized_l
     assert m.case.target == {"kind": "llvm"} and m.case.pass_config == {}
     assert m.verdict.status is Status.WRONG_RESULT
     assert m.case.origin["minimized_from"] == case.id
+
+
+def test_a_known_bug_sharing_a_primitive_does_not_mask_another_miscompile(minimized_loop_partition):
+    """An entry for a bug triggered by ``parallel`` (like the packaged merge entries, one
+    primitive) matches the raw loop_partition miscompile, whose trace also parallelizes: only
+    *probably* known.  Minimized, the case no longer parallelizes: it is not that bug, it is
+    the loop_partition one (an entry whose trigger it is)."""
+    from fuzzharness.buckets.known_bugs import KnownBugs
+    from fuzzharness.buckets.root_causes import root_cause
+
+    case, _, target, m = minimized_loop_partition
+    assert "parallel" in target.primitives
+    known = KnownBugs.from_doc({"bug": [
+        {"id": "parallel-bug", "title": "p", "match": {"symptom": "wrong_result", "primitives": ["parallel"]}},
+        {"id": "partition-bug", "title": "lp", "match": {"symptom": "wrong_result", "primitives": ["loop_partition"]},
+         "trigger": {"primitives": ["loop_partition"]}},
+    ]})
+    raw = known.classify(target)
+    assert raw is not None and raw.bug.id == "parallel-bug" and not raw.confirmed
+    rc = root_cause(m.case.to_dict(), m.signature)
+    assert rc.primitives == ("loop_partition",)
+    confirmed = known.classify(m.signature, None, rc)
+    assert confirmed is not None and confirmed.confirmed and confirmed.bug.id == "partition-bug"
+    only_parallel = KnownBugs.from_doc({"bug": [
+        {"id": "parallel-bug", "title": "p", "match": {"symptom": "wrong_result", "primitives": ["parallel"]}}]})
+    assert only_parallel.classify(m.signature, None, rc) is None  # new, not masked

@@ -324,6 +324,55 @@ def test_corpus_add_and_check(wrong_sum, tmp_path):
     assert r.returncode == 2 and "no case.json" in r.stderr
 
 
+def test_known_add_writes_an_entry_that_knows_its_repro(wrong_sum, tmp_path):
+    """`fuzzharness known add` appends an entry from the repro's finding.json; the file still
+    loads, and the entry confirms the minimized case (and only probably a raw bucket)."""
+    from fuzzharness.buckets.known_bugs import KnownBugs
+    from fuzzharness.buckets.root_causes import RootCause
+    from fuzzharness.buckets.signatures import Signature
+
+    finding = json.loads((wrong_sum[2].dir / "finding.json").read_text())
+    assert finding["title"] == wrong_sum[2].title and finding["culprit"] == "schedule"
+    path = tmp_path / "known.toml"
+    path.write_text("format = 1\n# our bugs\n")
+    r = run_cli("known", "add", wrong_sum[2].dir, "--file", path, "--id", "lp-init")
+    assert r.returncode == 0, r.stderr
+    assert path.read_text().startswith("format = 1\n# our bugs\n")  # appended, comments kept
+    known = KnownBugs.load(path, corpus=False)
+    sig = Signature.from_dict(finding["signature"])
+    m = known.classify(sig, finding["tvm"], RootCause.from_dict(finding["root_cause_fields"]))
+    assert m is not None and m.confirmed and m.bug.id == "lp-init"
+    assert m.bug.trigger == {"primitives": ["loop_partition"], "options": [], "culprit": "schedule"}
+    raw = Signature(**(sig.to_dict() | {"primitives": ("loop_partition", "split")}))
+    assert not known.classify(raw, finding["tvm"]).confirmed
+    # the same id twice, or a directory that is no verified repro: refused, file untouched
+    before = path.read_text()
+    for args in ((wrong_sum[2].dir, "--id", "lp-init"), (tmp_path,)):
+        r = run_cli("known", "add", *args, "--file", path)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert path.read_text() == before
+
+
+def test_the_issue_snippet_was_run_and_fails_like_the_bug(wrong_sum):
+    d = wrong_sum[2].dir
+    snippet = (d / "snippet.py").read_text()
+    issue = (d / "issue.md").read_text()
+    assert snippet.strip() in issue
+    assert "np.testing.assert_array_equal" in snippet and "sch.loop_partition(" in snippet
+    assert "B_expected = A64.sum(axis=1)" in snippet  # the operator's definition, not numbers
+    run = run_script(d / "snippet.py")
+    assert run.exit_code == 1 and "AssertionError" in run.output
+    fixed = "\n".join(ln for ln in snippet.splitlines() if "sch.loop_partition(" not in ln)
+    (d / "fixed_snippet.py").write_text(fixed)
+    assert run_script(d / "fixed_snippet.py").exit_code == 0  # the other side: correct → passes
+    # the title names the culprit and states legality; the three files agree
+    title = wrong_sum[2].title
+    assert "sch.loop_partition" in title and "should raise a ScheduleError" in title
+    assert issue.splitlines()[1] == f"# {title}"
+    assert (d / "repro.py").read_text().splitlines()[1] == f'"""{title}'
+    assert json.loads((d / "finding.json").read_text())["bucket"] in issue.splitlines()[0]
+
+
 # -- commands and the campaign hook -------------------------------------------------------------------
 def test_minimize_and_repro_commands_refuse_bad_input_in_one_line(tmp_path):
     for args, needle in [(("minimize", tmp_path / "nowhere"), "no such campaign directory"),
@@ -369,3 +418,20 @@ def test_minimize_command_on_a_campaign_writes_verified_repros(tmp_path, plugin_
     # a rerun keeps the verified repro instead of redoing it
     r = run_cli("minimize", out, "--budget", "40", env=plugin_env)
     assert "(earlier run)" in r.stdout
+
+
+@pytest.mark.slow
+def test_a_campaign_minimizes_its_new_bucket_while_it_runs(tmp_path, plugin_env):
+    """With a minimization budget, the local campaign minimizes, verifies and groups its new
+    buckets itself (lanes sharing its workers): the summary lists the root causes, the
+    database has the repro with its root cause."""
+    out = tmp_path / "c"
+    r = run_cli("run", "--seed", "1", "--max-cases", "3", "--workers", "2", "--workloads",
+                "test_matmul_off_by_one", "--primitives", "split,reorder", "--no-progress",
+                "--out", out, "--minimize-budget", "90", env=plugin_env)
+    assert r.returncode == 1, r.stderr
+    assert "3 minimized, 3 verified repros → 1 root cause" in r.stdout, r.stdout
+    assert "root causes: 1 root cause from 3 minimized buckets" in r.stdout
+    con = sqlite3.connect(out / "results.sqlite")
+    rows = con.execute("SELECT reproduced, root_cause FROM repros").fetchall()
+    assert len(rows) == 3 and all(ok for ok, _ in rows) and len({rc for _, rc in rows}) == 1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fuzzharness.commands import corpus, minimize, replay, report, repro, run
+from fuzzharness.commands import corpus, known, minimize, replay, report, repro, run
 from fuzzharness.core.registry import Registry
 
 commands: Registry = Registry("command")
@@ -11,4 +11,5 @@ commands.add("replay", replay)
 commands.add("minimize", minimize)
 commands.add("repro", repro)
 commands.add("corpus", corpus)
+commands.add("known", known)
 commands.add("report", report)

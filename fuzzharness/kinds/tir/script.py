@@ -224,8 +224,10 @@ def _np_dtype_name(dtype: str) -> str:
 
 def _header(case, verdict, bucket, signature, versions, when, title, expect, first_seen) -> str:
     sig_title = signature.title() if signature is not None else ""
+    key = signature.key if signature is not None else bucket
     return header(title or "TVM bug reproducer", [
-        f"Bucket  {bucket}" + (f", first seen as {first_seen}" if first_seen and first_seen != sig_title else ""),
+        f"Bucket  {key}" + (f", found as bucket {bucket}" if bucket != key else "")
+        + (f" ({first_seen})" if first_seen and first_seen != sig_title else ""),
         f"        this case: {sig_title}",
         f"TVM {versions.get('tvm')} · tvm-ffi {versions.get('tvm_ffi')} · LLVM {versions.get('llvm')}"
         f" · numpy {versions.get('numpy')} · Python {versions.get('python')}",
