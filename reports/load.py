@@ -118,7 +118,7 @@ _EMPTY = {
                 "last_seen", "example_idx", "example_case_id", "signature"],
     "sessions": ["campaign", "id", "started", "ended", "cases"],
     "campaigns": ["campaign", "path", "seed", "created", "versions", "settings", "cases"],
-    "repros": ["campaign", "bucket", "path", "reproduced"],
+    "repros": ["campaign", "bucket", "path", "reproduced", "root_cause", "issue_title"],
 }
 
 
@@ -213,9 +213,13 @@ def _repros(conn: sqlite3.Connection, tables: set[str], label: str, root: Path) 
         if key is None or flag is None:
             continue
         path = '"path"' if "path" in cols else "NULL"
+        cause = '"root_cause"' if "root_cause" in cols else "NULL"
+        title = '"title"' if "title" in cols else "NULL"
         try:
-            for k, f, p in conn.execute(f'SELECT "{key}", "{flag}", {path} FROM "{table}"'):
-                recorded[str(k)] = {"reproduced": _truthy(f), "path": p}
+            for k, f, p, rc, t in conn.execute(
+                    f'SELECT "{key}", "{flag}", {path}, {cause}, {title} FROM "{table}"'):
+                recorded[str(k)] = {"reproduced": _truthy(f), "path": p, "root_cause": rc,
+                                    "issue_title": t}
         except sqlite3.DatabaseError:
             continue
     rows = []
@@ -227,7 +231,8 @@ def _repros(conn: sqlite3.Connection, tables: set[str], label: str, root: Path) 
         if path is None and rec.get("path") and Path(rec["path"]).is_dir():
             path = Path(rec["path"])
         rows.append({"campaign": label, "bucket": key, "path": str(path) if path else None,
-                     "reproduced": rec.get("reproduced")})
+                     "reproduced": rec.get("reproduced"), "root_cause": rec.get("root_cause"),
+                     "issue_title": rec.get("issue_title")})
     return pd.DataFrame(rows, columns=_EMPTY["repros"])
 
 

@@ -37,6 +37,7 @@ class Report:
     buckets: pd.DataFrame
     known_source: str
     generated: str
+    root_causes: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
 
     @property
     def totals(self) -> dict[str, Any]:
@@ -62,6 +63,7 @@ def build(dirs: list[str | Path], known_bugs_path: str | None = None) -> Report:
         summary=tables.campaign_summary(data, buckets), passing=tables.passing_ratios(data),
         ratios=tables.ratio_distribution(data), buckets=buckets, known_source=bugs.source,
         generated=dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        root_causes=tables.root_causes(data),
     )
 
 
@@ -156,6 +158,14 @@ def render_html(rep: Report, out: Path) -> str:
     parts.append("<h2>Throughput</h2>")
     parts.append(_plot(plots.throughput(rep.throughput), "throughput"))
 
+    rc = rep.root_causes
+    if len(rc):
+        parts.append(f"<h2>Root causes: {len(rc)} from {int(rc['buckets'].sum())} minimized "
+                     "buckets</h2>")
+        parts.append('<p class="note">verified repros grouped by their minimized trigger and '
+                     "culprit pass.</p>")
+        parts.append(_table(rc.assign(repro=[_rel(p, out) if p else "" for p in rc["repro"]]),
+                            index=False))
     parts.append("<h2>Buckets</h2>")
     parts.append('<p class="note">one row per distinct failure, new first; known = matched by '
                  "the known-bugs file (with its upstream link).</p>")
@@ -238,6 +248,10 @@ def render_markdown(rep: Report, html_name: str | None = None, top: int = 15) ->
         out.append("none — every finding matches a known bug.\n")
     else:
         out.append("none — no TVM findings.\n")
+    rc = rep.root_causes
+    if len(rc):
+        out.append(f"\n### Root causes: {len(rc)} from {int(rc['buckets'].sum())} minimized buckets\n")
+        out.append(md_table(rc.head(top)[["cases", "buckets", "title", "repro"]]))
     known = b[b["known"] == "known"] if not b.empty else b
     if len(known):
         g = known.groupby(["bug", "link"])["count"].sum().reset_index()

@@ -44,10 +44,12 @@ from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_OK
 from fuzzharness.core.tvm_support import versions
 from fuzzharness.core.verdict import Status
 from fuzzharness.engine.executor import IDLE, ExecutorConfig, Task, TaskResult, make_executor
-from fuzzharness.minimize.minimizer import DEFAULT_BUDGET
 from fuzzharness.minimize.report import format_report
 
 GRACE = 10.0  # seconds cases still running at the end of the time budget may take
+#: seconds one bucket may take while the campaign minimizes (fuzzharness minimize: 120): most
+#: converge in 5–30 s; a bucket that does not (a flaky nan) must not hold a lane for long
+LIVE_BUCKET_BUDGET = 60.0
 
 
 @dataclasses.dataclass
@@ -281,7 +283,7 @@ class Campaign:
         on resume, the stored buckets that still need a repro are offered at once."""
         s = self.settings
         lanes = Lanes(self.out, self.db, lanes=s.workers, batch=s.workers,
-                      per_bucket=DEFAULT_BUDGET, say=self._say_minimize,
+                      per_bucket=LIVE_BUCKET_BUDGET, say=self._say_minimize,
                       log_dir=self.out / "logs")
         if deadline is not None:
             lanes.end_at = deadline + self.minimize_budget

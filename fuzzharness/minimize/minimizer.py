@@ -10,8 +10,8 @@ Order (each phase stops at the deadline; the best case so far is always kept):
    when the generation settings regenerate it exactly, Hypothesis' shrinker shrinks the choices
    (:mod:`fuzzharness.minimize.hypothesis_shrink`; at most :data:`HYPOTHESIS_SHARE` of the
    budget, because it runs one candidate at a time);
-3. the case passes of :mod:`fuzzharness.minimize.passes` — trace ddmin, decisions and
-   factors, workload parameters, inputs, compiler options — repeated until a whole round
+3. the case passes of :mod:`fuzzharness.minimize.passes` — compiler options, trace ddmin,
+   decisions and factors, workload parameters, inputs — repeated until a whole round
    changes nothing.  Their candidates run in batches, one per worker.  The schedule pass and
    the first simplifications are the case kind's (:class:`fuzzharness.core.kinds.CaseKind`):
    for a TIR case ddmin over its trace and the sampling decisions; for a Relax graph case
@@ -213,13 +213,18 @@ def _case_passes(result: MinimizeResult, case: Case, ev: Evaluator, say: Say) ->
     kind = kind_of(case)
     case_passes = kind.simplifications() + [
         ("params", passes.propose_params),
-        ("inputs", passes.propose_inputs),
-        ("options", passes.propose_options)]
+        ("inputs", passes.propose_inputs)]
     seen: set[str] = set()
     rounds = 0
     while not stop():
         rounds += 1
         before = case.id
+        # the compiler options first: one candidate drops them all, and a bucket whose time
+        # runs out in the trace ddmin must not keep options the bug does not need
+        new = passes.greedy(case, passes.propose_options, first, stop, seen)
+        if new.id != case.id:
+            say(f"options: simplified ({ev.runs} runs, {ev.time_left():.0f} s left)")
+        case = new
         n0 = passes.size(case)
         case = kind.minimize_schedule(case, first, stop, result.target.stage)
         say(f"trace: {n0} → {passes.size(case)} {passes.size_unit(case)} "

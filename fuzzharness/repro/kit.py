@@ -31,6 +31,8 @@ DEFAULT_CHILD_TIMEOUT = 300  # seconds; a hang bucket uses the harness's own tim
 SCRIPT_STAGES = {"lower": "compile", "codegen": "compile", "build": "build", "run": "run",
                  "schedule": "schedule", "verify": "run"}
 _VARIABLE = re.compile(r"0x[0-9a-fA-F]+|\d+")
+#: signals by which a process that corrupted its memory dies
+MEMORY_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGABRT")
 
 
 class NotReproducible(Exception):
@@ -81,6 +83,12 @@ def expectation_of(verdict: Verdict, timeout: float | None = None) -> dict[str, 
     elif verdict.status is Status.CRASH and d.get("kind") == "signal":
         exp["signal"] = d.get("signal")
         exp["summary"] = f"the process killed by {d.get('signal')} in stage {verdict.stage.value}"
+        if d.get("signal") in MEMORY_SIGNALS and verdict.stage.value in ("run", "verify"):
+            # a kernel that corrupts memory dies by whichever check notices first: the MMU
+            # (SIGSEGV, SIGBUS) or glibc's heap checks (SIGABRT) — one bug, any of them
+            exp["signals"] = list(MEMORY_SIGNALS)
+            exp["summary"] += " (or another memory-corruption signal: " + \
+                ", ".join(s for s in MEMORY_SIGNALS if s != d.get("signal")) + ")"
     elif verdict.status is Status.TIMEOUT:
         exp["summary"] = f"no result within {timeout or 0:g} s (stage {verdict.stage.value})"
     elif verdict.message:

@@ -141,7 +141,7 @@ def _checked_snippet(d: Path, s, record: dict[str, Any]) -> str | None:
         ok = run.exit_code == 1 and "AssertionError" in out
     elif "signal" in want:
         ok = run.exit_code is not None and run.exit_code < 0 and (
-            want["signal"] is None or signal_name(run.exit_code) == want["signal"])
+            want["signal"] is None or signal_name(run.exit_code) in want.get("signals", [want["signal"]]))
     elif "error" in want:
         ok = run.exit_code not in (0, None) and re.search(want["error"], out) is not None
     else:

@@ -32,7 +32,7 @@ from fuzzharness.kinds.tir.numpy_reference import needs_rounding, numpy_source
 from fuzzharness.oracles import numerics
 from fuzzharness.oracles.numerics import numpy_dtype
 from fuzzharness.repro import arrays
-from fuzzharness.repro.kit import py_literal
+from fuzzharness.repro.kit import MEMORY_SIGNALS, py_literal
 
 
 def snippet(case: Case, verdict: Verdict, e: Any, schedule_lines: list[str], inputs_text: str,
@@ -148,7 +148,10 @@ def expected_failure(verdict: Verdict) -> dict[str, Any]:
     if verdict.status in (Status.WRONG_RESULT, Status.NAN_INF):
         return {"assertion": True}
     if verdict.status is Status.CRASH and verdict.details.get("kind") == "signal":
-        return {"signal": verdict.details.get("signal")}
+        sig = verdict.details.get("signal")
+        if sig in MEMORY_SIGNALS and verdict.stage.value in ("run", "verify"):
+            return {"signal": sig, "signals": list(MEMORY_SIGNALS)}
+        return {"signal": sig}
     if verdict.status is Status.TIMEOUT:
         return {"hang": True}
     return {"error": error_pattern(verdict.message)} if verdict.message else {}
