@@ -164,7 +164,8 @@ def test_same_bug_allows_fewer_primitives_and_another_dtype_for_textless_failure
     assert not same.matches(sig(primitives=("loop_partition", "vectorize")))  # a new primitive
     assert not same.matches(sig(workload="matmul"))
     assert not same.matches(sig(facts=("loop_mixes_spatial_and_reduction",)))
-    assert not same.matches(sig(symptom="nan_inf"))
+    assert same.matches(sig(symptom="nan_inf"))  # one symptom class: a nan is a wrong value
+    assert not same.matches(sig(symptom="crash", kind="SIGSEGV"))
     assert not SameBug(sig(), strict=True).matches(sig(primitives=("loop_partition",)))
 
 

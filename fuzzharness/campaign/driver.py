@@ -14,6 +14,17 @@ Reporting: failures are grouped into buckets (:mod:`fuzzharness.buckets.signatur
 matched against the known-bugs file.  :attr:`CampaignSummary.exit_code` is 0 when every TVM
 finding of the campaign is a known bug, 1 when there is a new one.  Harness errors are
 reported apart and never counted as TVM findings.
+
+Minimization (``minimize_budget`` > 0, an executor that supports
+:data:`~fuzzharness.engine.executor.IDLE`): each new or probably-known finding bucket is
+offered, as it appears, to :class:`~fuzzharness.campaign.lanes.Lanes`; their candidate
+cases are woven into the task stream — at most half of the workers while the campaign's
+own cases run, all of them afterwards for at most ``minimize_budget`` seconds — and their
+outcomes (repros with root causes) go to the database.  :meth:`Campaign._ready_to_minimize`
+is where a failure enters minimization.  Other executors minimize after the campaign
+(:func:`fuzzharness.campaign.minimize_buckets.after_campaign`).  A bucket is reported as a
+known bug by its minimized case's root cause when it has a verified repro, else by its raw
+signature (an uncertain raw match is *probably known*).
 """
 
 from __future__ import annotations
@@ -124,8 +135,8 @@ class Campaign:
         """Create (or, with ``resume``, reopen) the campaign stored in ``out``.
 
         ``overrides``: settings to change on resume (only :data:`RESUMABLE` keys).
-        ``minimize_budget``: seconds to spend, after the cases, minimizing new buckets into
-        verified repros (0: do not); see :func:`fuzzharness.campaign.minimize_buckets.after_campaign`.
+        ``minimize_budget``: seconds to spend minimizing new buckets into verified repros
+        after the campaign's cases, beyond what is done while they run (0: do not minimize).
         Everything that can be wrong with the request is checked here, before any case
         runs and before anything is written to an existing database.
         """
