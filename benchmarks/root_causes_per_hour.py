@@ -101,9 +101,21 @@ def analyse(out: Path, known_file: str | None = None) -> dict:
     for row in con.execute("SELECT bucket, reproduced, path, case_json"
                            + (", root_cause" if has_rc else ", NULL") + " FROM repros"):
         repros[row[0]] = {"reproduced": bool(row[1]), "path": row[2], "case": row[3], "rc": row[4]}
-    new, probable = [], []
+    from fuzzharness.buckets.root_causes import RootCause
+
+    fields = {}
+    if has_rc:
+        for b, sig_json, rc_json in con.execute(
+                "SELECT bucket, signature, root_cause_fields FROM repros WHERE reproduced = 1 "
+                "AND root_cause_fields IS NOT NULL AND signature IS NOT NULL"):
+            fields[b] = (Signature.from_dict(json.loads(sig_json)),
+                         RootCause.from_dict(json.loads(rc_json)))
+    new, probable, raw_new = [], [], 0
     for key, sig, _ in buckets:
-        m = known.classify(sig, tvm) if hasattr(known, "classify") else None
+        m = known.classify(sig, tvm)  # the raw bucket
+        raw_new += m is None
+        if key in fields:  # what its verified, minimized case is (as the summary says)
+            m = known.classify(fields[key][0], tvm, fields[key][1])
         if m is None:
             new.append((key, sig))
         elif not m.confirmed:
@@ -119,8 +131,8 @@ def analyse(out: Path, known_file: str | None = None) -> dict:
     for r in verified:
         case = json.loads(r["case"]) if r["case"] else {}
         single_kernel = (case.get("workload") or {}).get("name") != "graph"
-        calls = len(primitive_sequence((case.get("schedule") or {}).get("trace")))
-        lengths.append(calls)
+        if single_kernel:  # a graph case's schedules are per fused function
+            lengths.append(len(primitive_sequence((case.get("schedule") or {}).get("trace"))))
         text = (Path(r["path"]) / "repro.py").read_text() if r["path"] and (Path(r["path"]) / "repro.py").exists() else ""
         python_calls += "apply_json_to_schedule" not in text
         if single_kernel:
@@ -129,6 +141,7 @@ def analyse(out: Path, known_file: str | None = None) -> dict:
     return {
         "cases": cases, "span": (last - first) if first is not None else 0.0,
         "buckets": len(buckets), "new": len(new), "probably_known": len(probable),
+        "raw_new": raw_new,
         "by_class": by_class, "minimized": len(repros), "verified": len(verified),
         "root_causes": len({r["rc"] for r in verified if r["rc"]}) if has_rc else None,
         "lengths": lengths, "python_calls": python_calls, "numpy_reference": numpy_ref,
@@ -145,7 +158,13 @@ def main() -> int:
     ap.add_argument("--python", default=sys.executable, help="interpreter of the checkout to run")
     ap.add_argument("--out", type=Path, help="campaign directory (default: a temporary one)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary campaign directory")
+    ap.add_argument("--analyse", type=Path, metavar="DIR",
+                    help="only analyse a campaign this benchmark ran before (its bench.json)")
     args = ap.parse_args()
+    if args.analyse is not None:
+        run = json.loads((args.analyse / "bench.json").read_text())
+        report(analyse(args.analyse), run["wall"], run["cpu"], run["rc"], run["workers"], args.analyse)
+        return 0
     seconds = args.minutes * 60
     minimize = args.minimize_budget if args.minimize_budget is not None else min(seconds, 120.0)
     tmp = None
@@ -158,12 +177,24 @@ def main() -> int:
     print(f"campaign: seed {args.seed}, {args.minutes:g} min, {args.workers} workers, minimize "
           f"≤ {minimize:g} s after, python {args.python}; {load()}", flush=True)
     wall, cpu, rc = run_campaign(args.python, out, args.seed, seconds, args.workers, minimize)
-    a = analyse(out)
-    hours, nominal = cpu / 3600, wall * args.workers / 3600
+    (out / "bench.json").write_text(json.dumps({"wall": wall, "cpu": cpu, "rc": rc,
+                                                "workers": args.workers, "python": args.python}))
+    report(analyse(out), wall, cpu, rc, args.workers, out)
+    print(f"campaign directory: {out}" + ("" if (args.keep or tmp is None) else " (removed)"))
+    if tmp is not None and not args.keep:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+def report(a: dict, wall: float, cpu: float, rc: int, workers: int, out: Path) -> None:
+    hours, nominal = cpu / 3600, wall * workers / 3600
     print(f"done in {wall:.0f} s wall, {cpu:.0f} s CPU (process tree); exit {rc}; {load()}")
     print(f"cases                 {a['cases']:>6}   {a['cases'] / max(a['span'], 1e-9):.1f}/s over the campaign's "
           f"{a['span']:.0f} s")
-    print(f"finding buckets       {a['buckets']:>6}   new {a['new']}, probably known {a['probably_known']}")
+    print(f"finding buckets       {a['buckets']:>6}   new {a['new']} (raw, before minimization: "
+          f"{a['raw_new']}), probably known {a['probably_known']}")
     for c, (n, m, v) in a["by_class"].items():
         if n:
             print(f"  new: {c:<34} {n:>3} buckets, {m} minimized, {v} verified")
@@ -173,7 +204,7 @@ def main() -> int:
     print(f"root causes           {rcs if rcs is not None else 'n/a':>6}")
     if a["lengths"]:
         dist = Counter(min(n, 9) for n in a["lengths"])
-        print("minimized schedule length (sch calls, lookups excluded): median "
+        print("minimized schedule length (single-kernel repros; sch calls, lookups excluded): median "
               f"{statistics.median(a['lengths']):g}; ≤ 5: {sum(n <= 5 for n in a['lengths'])}/"
               f"{len(a['lengths'])}; " + ", ".join(f"{'9+' if k == 9 else k}: {v}" for k, v in sorted(dist.items())))
         print(f"repros with the schedule as sch calls: {a['python_calls']}/{a['verified']}; "
@@ -185,12 +216,6 @@ def main() -> int:
         print(f"per {label}: {per(a['cases'])} cases, {per(a['new'])} new buckets, "
               f"{per(a['minimized'])} minimized, {per(a['verified'])} verified repros, "
               + (f"{per(rcs)} root causes" if rcs is not None else "root causes n/a"))
-    print(f"campaign directory: {out}" + ("" if (args.keep or tmp is None) else " (removed)"))
-    if tmp is not None and not args.keep:
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-    return 0
 
 
 if __name__ == "__main__":

@@ -76,6 +76,7 @@ class BucketReport:
     confirmed: bool = True  # False: "probably known" (a raw match the minimized case must confirm)
     root_cause: str = ""  # key of its minimized case's root cause (verified repros only)
     minimized: bool = False  # matched by its minimized case (else by its raw signature)
+    resembles: KnownBug | None = None  # new, but its raw signature matched this known bug
 
     @property
     def is_finding(self) -> bool:
@@ -366,20 +367,20 @@ class Campaign:
         for b in db.buckets():
             sig = b["signature"]
             st = stats.get(b["key"], {})
-            m, root, minimized = None, "", False
+            m, root, minimized, raw = None, "", False, None
             if sig.is_finding:
+                raw = m = self.known.classify(sig, tvm_version)
                 r = repros.get(b["key"])
                 if r is not None and r["reproduced"] and r.get("root_cause_fields") and r.get("signature"):
                     minimized, root = True, r.get("root_cause") or ""
                     m = self.known.classify(Signature.from_dict(r["signature"]), tvm_version,
                                             RootCause.from_dict(r["root_cause_fields"]))
-                else:
-                    m = self.known.classify(sig, tvm_version)
             out.append(BucketReport(
                 b["key"], b["title"], sig, b["count"], b["example_idx"],
                 m.bug if m is not None else None,
                 sorted(st.get("workloads", ())), sorted(st.get("dtypes", ())),
-                confirmed=m is None or m.confirmed, root_cause=root, minimized=minimized))
+                confirmed=m is None or m.confirmed, root_cause=root, minimized=minimized,
+                resembles=raw.bug if m is None and raw is not None else None))
         return out
 
 
@@ -405,7 +406,9 @@ def format_summary(s: CampaignSummary, *, limit: int = 15) -> str:
         for b in sorted(new, key=lambda b: (-b.count, b.example_idx))[:limit]:
             seen = "; ".join(x for x in (",".join(b.workloads), ",".join(b.dtypes)) if x)
             lines.append(f"  NEW   {b.count:>5} × {b.title}")
-            lines.append(f"        first: case #{b.example_idx}" + (f"; seen with {seen}" if seen else ""))
+            lines.append(f"        first: case #{b.example_idx}" + (f"; seen with {seen}" if seen else "")
+                         + (f"; resembles known bug {b.resembles.id}, but its minimized trigger "
+                            "is not that entry's" if b.resembles is not None else ""))
         if len(new) > limit:
             lines.append(f"  ... {len(new) - limit} more new buckets (see the buckets table)")
         for group in sorted(by_bug.values(), key=lambda g: -sum(b.count for b in g)):

@@ -159,7 +159,10 @@ class Lanes:
 
     def pump(self) -> None:
         """Handle what the lanes said; give free lanes their next bucket; stop overdue ones."""
-        os.read(self._wake_r, 1 << 16) if _readable(self._wake_r) else None
+        try:
+            os.read(self._wake_r, 1 << 16)  # non-blocking: the wake-ups are the messages below
+        except (BlockingIOError, OSError):
+            pass
         while True:
             try:
                 lane_id, msg = self._messages.get_nowait()
@@ -349,15 +352,6 @@ class Lanes:
             os.write(self._wake_w, b"x")
         except (BlockingIOError, OSError):
             pass
-
-
-def _readable(fd: int) -> bool:
-    import select
-
-    try:
-        return bool(select.select([fd], [], [], 0)[0])
-    except (OSError, ValueError):
-        return False
 
 
 def _killpg(proc: subprocess.Popen) -> None:
