@@ -184,6 +184,10 @@ def test_same_bug_keeps_the_stage():
     assert not SameBug(run_crash).matches(build_crash)
     assert SameBug(run_crash).matches(sig(symptom="crash", kind="SIGSEGV", stage="run",
                                           primitives=("split",)))
+    # except where the stage is noise: glibc aborts on a corrupted heap at the next allocation
+    abort = sig(symptom="crash", kind="SIGABRT", stage="verify")
+    assert SameBug(abort).matches(sig(symptom="crash", kind="SIGABRT", stage="baseline"))
+    assert not SameBug(abort).matches(sig(symptom="crash", kind="SIGABRT", stage="lower"))
 
 
 def test_same_bug_with_error_text_is_key_equality():
