@@ -154,10 +154,12 @@ def default_corpus_dir() -> Path | None:
 
 
 def corpus_bugs(corpus: str | Path | None) -> list[KnownBug]:
-    """One known bug per corpus entry (``<name>/meta.json`` + ``case.json``): matched by its
-    minimized signature (text failures: the exact normalised message and site), confirmed by
-    its trigger — the root cause of its ``case.json`` with the culprit its meta.json records.
-    Entries that cannot be read are skipped (the corpus tests report them)."""
+    """One known bug per corpus entry (``<name>/meta.json`` + ``case.json``) that still
+    reproduces: matched by its minimized signature (text failures: the exact normalised
+    message and site) on the TVM release it was found on, confirmed by its trigger — the root
+    cause of its ``case.json`` with the culprit its meta.json records.  Entries marked
+    ``fixed`` are not known bugs (failing again is a regression); entries that cannot be
+    read are skipped (the corpus tests report them)."""
     import json
 
     if corpus is None or not Path(corpus).is_dir():
@@ -170,9 +172,11 @@ def corpus_bugs(corpus: str | Path | None) -> list[KnownBug]:
             sig = Signature.from_dict(meta["signature"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if not sig.is_finding:
-            continue
+        if not sig.is_finding or meta.get("expected") == "fixed":
+            continue  # a fixed bug that fails again is a regression: new
         match: dict[str, Any] = {"symptom": sig.symptom, "stage": sig.stage}
+        if meta.get("tvm"):  # pinned to the TVM release it was found on, like the file's
+            match["tvm"] = ".".join(str(meta["tvm"]).split(".")[:2])
         trigger = None
         if sig.kind:
             match["kind"] = sig.kind
@@ -192,10 +196,12 @@ def corpus_bugs(corpus: str | Path | None) -> list[KnownBug]:
             trigger = {"primitives": list(rc.primitives), "options": list(options_of(case))}
             if meta.get("culprit"):
                 trigger["culprit"] = meta["culprit"]
-        out.append(KnownBug(f"corpus:{d.name}", meta.get("title") or d.name,
-                            meta.get("upstream") or "", "in the regression corpus"
-                            + (f" ({meta['known_bug']})" if meta.get("known_bug") else ""),
-                            match, trigger=trigger, source=str(d)))
+        link = meta.get("upstream") or ""
+        out.append(KnownBug(f"corpus:{d.name}", meta.get("title") or d.name, link,
+                            "reported" if link else "not yet reported", match,
+                            notes=f"regression corpus entry {d}"
+                            + (f" (known bug {meta['known_bug']})" if meta.get("known_bug") else ""),
+                            trigger=trigger, source=str(d)))
     return out
 
 
