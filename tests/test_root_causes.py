@@ -230,3 +230,23 @@ def test_decompose_padding_is_written_as_a_schedule_call():
     lines, why = schedule_calls(func, trace_to_json(sch.trace))
     assert lines is not None, why
     assert any(ln.startswith("b2 = sch.decompose_padding(block=b0, loop=l1)") for ln in lines), lines
+
+
+def test_a_memory_bug_names_its_buffer_and_index_when_the_run_reported_them():
+    """The guard zones around kernel buffers report ``out_of_bounds`` with the buffer and the
+    offset; the issue title and hints say it, and say nothing when the run did not."""
+    from fuzzharness.core.verdict import Stage, Status, Verdict
+    from fuzzharness.repro.issue import out_of_bounds, title
+
+    oob = Verdict(Status.CRASH, Stage.RUN, "out of bounds",
+                  details={"kind": "out_of_bounds", "buffer": "B", "offset": 12,
+                           "access": "writes"})
+    assert out_of_bounds(oob) == "writes out of bounds of buffer B at offset 12"
+    nested = Verdict(Status.CRASH, Stage.RUN, "", details={
+        "kind": "signal", "signal": "SIGSEGV", "out_of_bounds": {"buffer": "A_global", "index": 3}})
+    assert out_of_bounds(nested) == "accesses out of bounds of buffer A_global at element 3"
+    plain = Verdict(Status.CRASH, Stage.RUN, "", details={"kind": "signal", "signal": "SIGSEGV"})
+    assert out_of_bounds(plain) == ""
+    case = Case.from_dict(case_with("CacheWrite"))
+    assert "writes out of bounds of buffer B at offset 12" in title(case, oob)
+    assert "out of bounds" not in title(case, plain)

@@ -56,7 +56,7 @@ def title(case: Case, verdict: Verdict, failing_call: str | None = None,
     * a wrong output that no single disabled pass makes right: the scheduled program itself is
       wrong, so the primitives either applied to a case they do not support — "should raise a
       ScheduleError" — or transformed it incorrectly;
-    * not probed: the first sentence, with the primitives."""
+    * not probed: what went wrong after which calls, and (for a schedule) the first sentence."""
     kind = kind_of(case)
     tag = kind.tag
     calls = kind.culprit_calls(case) if hasattr(kind, "culprit_calls") else []
@@ -73,8 +73,10 @@ def title(case: Case, verdict: Verdict, failing_call: str | None = None,
         if culprit:
             return (f"[Bug] {tag} {_short_pass(culprit)} miscompiles {where} after {prims}: TVM "
                     f"accepts this schedule without a ScheduleError and then computes {what}")
-        return (f"[Bug] {tag} {prims} on {where}: TVM accepts this schedule without a "
-                f"ScheduleError and then computes {what}")
+        head = f"[Bug] {tag} {'Wrong result' if status == 'wrong_result' else 'nan/inf'} after {prims}: {where}"
+        if calls:  # a schedule TVM took: say so (a graph's own pipeline has none to accept)
+            head += f" — TVM accepts this schedule without a ScheduleError and then computes {what}"
+        return head
     if status == "order_preserving_divergence":
         return f"[Bug] {tag} {prims} changes the bits of an order-preserving schedule: {where}"
     if status == "crash":
