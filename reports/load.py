@@ -138,7 +138,7 @@ _EMPTY = {
                 "last_seen", "example_idx", "example_case_id", "signature"],
     "sessions": ["campaign", "id", "started", "ended", "cases"],
     "campaigns": ["campaign", "path", "seed", "created", "versions", "settings", "cases"],
-    "repros": ["campaign", "bucket", "path", "reproduced"],
+    "repros": ["campaign", "bucket", "path", "reproduced", "root_cause", "issue_title"],
     "findings": ["campaign", "root", *(f.name for f in dataclasses.fields(Finding)), "new"],
     "coverage": ["campaign", "axis", "value", "drawn", "proposed", "accepted", "compiled",
                  "verdict"],
@@ -248,9 +248,13 @@ def _repros(conn: sqlite3.Connection, tables: set[str], label: str, root: Path) 
         if key is None or flag is None:
             continue
         path = '"path"' if "path" in cols else "NULL"
+        cause = '"root_cause"' if "root_cause" in cols else "NULL"
+        title = '"title"' if "title" in cols else "NULL"
         try:
-            for k, f, p in conn.execute(f'SELECT "{key}", "{flag}", {path} FROM "{table}"'):
-                recorded[str(k)] = {"reproduced": _truthy(f), "path": p}
+            for k, f, p, rc, t in conn.execute(
+                    f'SELECT "{key}", "{flag}", {path}, {cause}, {title} FROM "{table}"'):
+                recorded[str(k)] = {"reproduced": _truthy(f), "path": p, "root_cause": rc,
+                                    "issue_title": t}
         except sqlite3.DatabaseError:
             continue
     rows = []
@@ -262,7 +266,8 @@ def _repros(conn: sqlite3.Connection, tables: set[str], label: str, root: Path) 
         if path is None and rec.get("path") and Path(rec["path"]).is_dir():
             path = Path(rec["path"])
         rows.append({"campaign": label, "bucket": key, "path": str(path) if path else None,
-                     "reproduced": rec.get("reproduced")})
+                     "reproduced": rec.get("reproduced"), "root_cause": rec.get("root_cause"),
+                     "issue_title": rec.get("issue_title")})
     return pd.DataFrame(rows, columns=_EMPTY["repros"])
 
 

@@ -55,6 +55,7 @@ class Report:
     trends: pd.DataFrame
     known_source: str
     generated: str
+    root_causes: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
 
     @property
     def totals(self) -> dict[str, Any]:
@@ -84,6 +85,7 @@ def build(dirs: list[str | Path], known_bugs_path: str | None = None) -> Report:
         ratios=tables.ratio_distribution(data), buckets=buckets, findings=findings,
         known=tables.known_bugs_seen(findings), trends=tables.trends(data, summary),
         known_source=bugs.source, generated=dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        root_causes=tables.root_causes(data),
     )
 
 
@@ -234,6 +236,14 @@ def render_html(rep: Report, out: Path) -> str:
                      f"{int((g['accepted'] == 0).sum())} never accepted)</summary>"
                      f"{_table(g.sort_values('accepted'))}</details>")
 
+    rc = rep.root_causes
+    if len(rc):
+        parts.append(f"<h2 id='root-causes'>Root causes: {len(rc)} from {int(rc['buckets'].sum())} minimized "
+                     "buckets</h2>")
+        parts.append('<p class="note">verified repros grouped by their minimized trigger and '
+                     "culprit pass.</p>")
+        parts.append(_table(rc.assign(repro=[_rel(p, out) if p else "" for p in rc["repro"]]),
+                            index=False))
     parts.append('<h2 id="campaigns">Campaigns</h2>')
     parts.append(_table(rep.summary, index=False, floats="{:g}"))
     parts.append("</body></html>")
@@ -345,6 +355,10 @@ def render_markdown(rep: Report, html_name: str | None = None, md_path: Path | N
         out.append("none — every finding matches a known bug.\n")
     else:
         out.append("none — no TVM findings.\n")
+    rc = rep.root_causes
+    if len(rc):
+        out.append(f"\n### Root causes: {len(rc)} from {int(rc['buckets'].sum())} minimized buckets\n")
+        out.append(md_table(rc.head(top)[["cases", "buckets", "title", "repro"]]))
     if len(rep.known):
         out.append(f"\n### Known bugs seen ({len(rep.known)})\n")
         out.append(md_table(rep.known[["bug", "link", "buckets", "cases"]]))

@@ -310,3 +310,25 @@ def bucket_list(data: Campaigns, known_bugs: Any = None) -> pd.DataFrame:
     order = {"new": 0, "known": 1, "harness": 2}
     return out.sort_values(["known", "count"], key=lambda s: s.map(order) if s.name == "known"
                            else -s).reset_index(drop=True)
+
+
+def root_causes(data: Campaigns) -> pd.DataFrame:
+    """The verified repros grouped by root cause (the minimized trigger and culprit pass,
+    :mod:`fuzzharness.buckets.root_causes`), across the campaigns: one row per root cause
+    with its issue title, how many buckets and cases minimized to it, and one repro.  Sorted
+    by cases."""
+    cols = ["root_cause", "title", "buckets", "cases", "repro"]
+    r = data.repros
+    if r.empty or "root_cause" not in r:
+        return pd.DataFrame(columns=cols)
+    r = r[r["reproduced"].fillna(False).astype(bool) & r["root_cause"].notna()]
+    if r.empty:
+        return pd.DataFrame(columns=cols)
+    counts = {(b["campaign"], b["key"]): int(b["count"]) for _, b in data.buckets.iterrows()}
+    rows = []
+    for key, g in r.groupby("root_cause", sort=False):
+        rows.append({"root_cause": key, "title": g["issue_title"].dropna().iloc[0] if g["issue_title"].notna().any() else "",
+                     "buckets": int(g["bucket"].nunique()),
+                     "cases": sum(counts.get((c, b), 0) for c, b in zip(g["campaign"], g["bucket"], strict=True)),
+                     "repro": g["path"].dropna().iloc[0] if g["path"].notna().any() else ""})
+    return pd.DataFrame(rows, columns=cols).sort_values("cases", ascending=False).reset_index(drop=True)

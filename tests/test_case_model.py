@@ -49,3 +49,14 @@ def test_edited_case_is_detected_by_its_id():
     d["inputs"]["seed"] = 999
     with pytest.raises(CaseFormatError, match="does not match its content"):
         Case.from_dict(d)
+
+
+def test_the_oracle_is_part_of_the_case_id():
+    """Two cases that differ only in how they are judged are different cases: the minimizer's
+    verdict cache is keyed by the id, and its inputs pass turns the bound oracle into the
+    exact one — with the oracle outside the id that candidate would look already tried."""
+    bound = small_case(oracle={"mode": "bound"})
+    exact = small_case(oracle={"mode": "exact"})
+    assert bound.id != exact.id
+    assert bound.id == small_case(oracle={"mode": "bound"}).id
+    assert Case.from_json(exact.to_json()).oracle == {"mode": "exact"}

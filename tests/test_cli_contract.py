@@ -480,10 +480,11 @@ def test_interrupted_while_minimizing(tmp_path):
                "--workloads", "test_matmul_off_by_one", "--dtypes", "float32",
                "--minimize-budget", 300, env=plugin_env())
 
-    def minimizing() -> bool:  # a bucket's own process is at work
+    def minimizing() -> bool:  # a minimization lane is at work (after the 4 cases)
         for p in descendants(d.proc.pid):
             try:
-                if b"minimize_buckets" in Path(f"/proc/{p}/cmdline").read_bytes():
+                if b"fuzzharness.campaign.lane" in Path(f"/proc/{p}/cmdline").read_bytes() \
+                        and count(out) == 4:
                     return True
             except OSError:
                 pass
@@ -504,7 +505,7 @@ def test_interrupted_minimize_replay_and_report(campaign, copy, tmp_path):
     d = Driver("minimize", copy, "--budget", 300, env=plugin_env())
 
     def working() -> bool:
-        return any(b"minimize_buckets" in Path(f"/proc/{p}/cmdline").read_bytes()
+        return any(b"fuzzharness.campaign.lane" in Path(f"/proc/{p}/cmdline").read_bytes()
                    for p in descendants(d.proc.pid) if Path(f"/proc/{p}/cmdline").exists())
 
     d.wait_for(working)

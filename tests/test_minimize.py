@@ -120,6 +120,28 @@ def test_ddmin_finds_the_one_minimal_trace_for_a_synthetic_predicate():
     assert calls  # rounds handed their candidates over in batches
 
 
+def test_ddmin_ends_with_the_single_unit_round_so_the_result_is_1_minimal():
+    """Interesting: every even unit is still there.  Each chunk of two or more units holds an
+    even one, so only removing single units makes progress: ddmin must end with the round
+    that tries every unit alone, or the odd units stay."""
+    def interesting(state) -> bool:
+        return all(u in state for u in range(0, 12, 2))
+
+    def first(cands):
+        return next((c for c in cands if interesting(c)), None)
+
+    def remove(state, chunk):
+        return [u for u in state if u not in chunk]
+
+    result = ddmin(list(range(12)), lambda s: s, remove, first)
+    assert result == [0, 2, 4, 6, 8, 10]
+    for u in result:  # 1-minimal, checked by brute force
+        assert not interesting(remove(result, [u]))
+    # the other side: a predicate a big chunk satisfies is reached without single removals
+    assert ddmin(list(range(12)), lambda s: s, remove,
+                 lambda cands: next((c for c in cands if 3 in c), None)) == [3]
+
+
 def test_ddmin_stops_when_told():
     result = ddmin(synthetic_trace(), lambda t: range(trace_edit.length(t)),
                    lambda t, c: trace_edit.remove(t, c), lambda cands: cands[0],
@@ -142,8 +164,30 @@ def test_same_bug_allows_fewer_primitives_and_another_dtype_for_textless_failure
     assert not same.matches(sig(primitives=("loop_partition", "vectorize")))  # a new primitive
     assert not same.matches(sig(workload="matmul"))
     assert not same.matches(sig(facts=("loop_mixes_spatial_and_reduction",)))
-    assert not same.matches(sig(symptom="nan_inf"))
+    assert same.matches(sig(symptom="nan_inf"))  # one symptom class: a nan is a wrong value
+    assert not same.matches(sig(symptom="crash", kind="SIGSEGV"))
     assert not SameBug(sig(), strict=True).matches(sig(primitives=("loop_partition",)))
+
+
+def test_same_bug_keeps_the_stage():
+    """The same symptom and message at another stage is another bug (a check failing while
+    lowering is not the one failing in code generation; a crash of the compiler is not one of
+    the generated code): the bucket key holds the stage, and so does the predicate."""
+    lowering = Signature("compile_error", "lower", detail="InternalError: Check failed: x",
+                         site="a.cc:f")
+    codegen = Signature("compile_error", "codegen", detail=lowering.detail, site=lowering.site)
+    assert lowering.key != codegen.key
+    assert not SameBug(lowering).matches(codegen)
+    run_crash = sig(symptom="crash", kind="SIGSEGV", stage="run")
+    build_crash = sig(symptom="crash", kind="SIGSEGV", stage="build")
+    assert run_crash.key != build_crash.key
+    assert not SameBug(run_crash).matches(build_crash)
+    assert SameBug(run_crash).matches(sig(symptom="crash", kind="SIGSEGV", stage="run",
+                                          primitives=("split",)))
+    # except where the stage is noise: glibc aborts on a corrupted heap at the next allocation
+    abort = sig(symptom="crash", kind="SIGABRT", stage="verify")
+    assert SameBug(abort).matches(sig(symptom="crash", kind="SIGABRT", stage="baseline"))
+    assert not SameBug(abort).matches(sig(symptom="crash", kind="SIGABRT", stage="lower"))
 
 
 def test_same_bug_with_error_text_is_key_equality():
@@ -246,3 +290,29 @@ def test_real_miscompile_minimizes_to_a_third_and_stays_the_same_bug(minimized_l
     assert m.case.target == {"kind": "llvm"} and m.case.pass_config == {}
     assert m.verdict.status is Status.WRONG_RESULT
     assert m.case.origin["minimized_from"] == case.id
+
+
+def test_a_known_bug_sharing_a_primitive_does_not_mask_another_miscompile(minimized_loop_partition):
+    """An entry for a bug triggered by ``parallel`` (like the packaged merge entries, one
+    primitive) matches the raw loop_partition miscompile, whose trace also parallelizes: only
+    *probably* known.  Minimized, the case no longer parallelizes: it is not that bug, it is
+    the loop_partition one (an entry whose trigger it is)."""
+    from fuzzharness.buckets.known_bugs import KnownBugs
+    from fuzzharness.buckets.root_causes import root_cause
+
+    case, _, target, m = minimized_loop_partition
+    assert "parallel" in target.primitives
+    known = KnownBugs.from_doc({"bug": [
+        {"id": "parallel-bug", "title": "p", "match": {"symptom": "wrong_result", "primitives": ["parallel"]}},
+        {"id": "partition-bug", "title": "lp", "match": {"symptom": "wrong_result", "primitives": ["loop_partition"]},
+         "trigger": {"primitives": ["loop_partition"]}},
+    ]})
+    raw = known.classify(target)
+    assert raw is not None and raw.bug.id == "parallel-bug" and not raw.confirmed
+    rc = root_cause(m.case.to_dict(), m.signature)
+    assert rc.primitives == ("loop_partition",)
+    confirmed = known.classify(m.signature, None, rc)
+    assert confirmed is not None and confirmed.confirmed and confirmed.bug.id == "partition-bug"
+    only_parallel = KnownBugs.from_doc({"bug": [
+        {"id": "parallel-bug", "title": "p", "match": {"symptom": "wrong_result", "primitives": ["parallel"]}}]})
+    assert only_parallel.classify(m.signature, None, rc) is None  # new, not masked

@@ -247,7 +247,45 @@ def test_database_migrates_to_the_repros_table_additively(tmp_path):
     assert db.repro("k")["reproduced"] is True and db.repro("k")["signature"] == {"a": 1}
     db.close()
     con = sqlite3.connect(tmp_path / "results.sqlite")
-    assert con.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0] == "3"
+    assert con.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0] == "4"
+
+
+def test_root_causes_group_the_repros_of_a_version_3_database(tmp_path):
+    """3 → 4 adds the root-cause columns to an existing repros table (its rows kept); two
+    buckets whose repros have one root cause are one root cause, a third stays apart, and a
+    repro that did not reproduce is no root cause at all."""
+    from fuzzharness.buckets.root_causes import RootCause
+    from fuzzharness.campaign.db import ResultsDB
+
+    db = ResultsDB(tmp_path, create=True)
+    db.create_campaign(1, {}, {})
+    db.close()
+    con = sqlite3.connect(tmp_path / "results.sqlite")
+    con.execute("DROP TABLE repros")
+    con.execute("CREATE TABLE repros(bucket TEXT PRIMARY KEY, case_id TEXT, case_json TEXT, "
+                "signature TEXT, path TEXT, reproduced INTEGER NOT NULL, runs INTEGER NOT NULL, "
+                "exit_code INTEGER, output TEXT, original_length INTEGER, length INTEGER, "
+                "minimize_seconds REAL, minimize_runs INTEGER, title TEXT, notes TEXT, "
+                "created REAL NOT NULL)")
+    con.execute("INSERT INTO repros(bucket, reproduced, runs, created) VALUES ('old', 1, 1, 0)")
+    con.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
+    con.commit()
+    con.close()
+    db = ResultsDB(tmp_path)
+    assert db.repro("old")["root_cause"] is None
+    a = RootCause("wrong_output", "verify", ("loop_partition",), culprit="schedule")
+    b = RootCause("wrong_output", "verify", ("cache_write", "vectorize"), culprit="tirx.VectorizeLoop")
+    for bucket, rc, ok, length in (("b1", a, True, 3), ("b2", a, True, 2), ("b3", b, True, 4),
+                                   ("b4", b, False, 1)):
+        db.add_repro({"bucket": bucket, "reproduced": ok, "runs": 1, "length": length,
+                      "path": f"/r/{bucket}", "title": bucket, "root_cause": rc.key,
+                      "root_cause_fields": rc.to_dict()})
+    rows = {r["key"]: r for r in db.root_causes()}
+    assert set(rows) == {a.key, b.key}
+    assert rows[a.key]["buckets"] == ["b1", "b2"] and rows[a.key]["path"] == "/r/b2"
+    assert rows[b.key]["buckets"] == ["b3"]  # b4 did not reproduce
+    assert RootCause.from_dict(rows[a.key]["fields"]) == a
+    db.close()
 
 
 # -- the regression corpus ----------------------------------------------------------------------------
@@ -292,6 +330,55 @@ def test_corpus_add_and_check(wrong_sum, tmp_path):
     assert r.returncode == 2 and "already exists" in r.stderr and "Traceback" not in r.stderr
     r = run_cli("corpus", "add", tmp_path, "--name", "x", "--corpus", corpus)
     assert r.returncode == 2 and "no case.json" in r.stderr
+
+
+def test_known_add_writes_an_entry_that_knows_its_repro(wrong_sum, tmp_path):
+    """`fuzzharness known add` appends an entry from the repro's finding.json; the file still
+    loads, and the entry confirms the minimized case (and only probably a raw bucket)."""
+    from fuzzharness.buckets.known_bugs import KnownBugs
+    from fuzzharness.buckets.root_causes import RootCause
+    from fuzzharness.buckets.signatures import Signature
+
+    finding = json.loads((wrong_sum[2].dir / "finding.json").read_text())
+    assert finding["title"] == wrong_sum[2].title and finding["culprit"] == "schedule"
+    path = tmp_path / "known.toml"
+    path.write_text("format = 1\n# our bugs\n")
+    r = run_cli("known", "add", wrong_sum[2].dir, "--file", path, "--id", "lp-init")
+    assert r.returncode == 0, r.stderr
+    assert path.read_text().startswith("format = 1\n# our bugs\n")  # appended, comments kept
+    known = KnownBugs.load(path, corpus=False)
+    sig = Signature.from_dict(finding["signature"])
+    m = known.classify(sig, finding["tvm"], RootCause.from_dict(finding["root_cause_fields"]))
+    assert m is not None and m.confirmed and m.bug.id == "lp-init"
+    assert m.bug.trigger == {"primitives": ["loop_partition"], "options": [], "culprit": "schedule"}
+    raw = Signature(**(sig.to_dict() | {"primitives": ("loop_partition", "split")}))
+    assert not known.classify(raw, finding["tvm"]).confirmed
+    # the same id twice, or a directory that is no verified repro: refused, file untouched
+    before = path.read_text()
+    for args in ((wrong_sum[2].dir, "--id", "lp-init"), (tmp_path,)):
+        r = run_cli("known", "add", *args, "--file", path)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert path.read_text() == before
+
+
+def test_the_issue_snippet_was_run_and_fails_like_the_bug(wrong_sum):
+    d = wrong_sum[2].dir
+    snippet = (d / "snippet.py").read_text()
+    issue = (d / "issue.md").read_text()
+    assert snippet.strip() in issue
+    assert "np.testing.assert_array_equal" in snippet and "sch.loop_partition(" in snippet
+    assert "B_expected = A64.sum(axis=1)" in snippet  # the operator's definition, not numbers
+    run = run_script(d / "snippet.py")
+    assert run.exit_code == 1 and "AssertionError" in run.output
+    fixed = "\n".join(ln for ln in snippet.splitlines() if "sch.loop_partition(" not in ln)
+    (d / "fixed_snippet.py").write_text(fixed)
+    assert run_script(d / "fixed_snippet.py").exit_code == 0  # the other side: correct → passes
+    # the title names the culprit and states legality; the three files agree
+    title = wrong_sum[2].title
+    assert "sch.loop_partition" in title and "should raise a ScheduleError" in title
+    assert issue.splitlines()[1] == f"# {title}"
+    assert (d / "repro.py").read_text().splitlines()[1] == f'"""{title}'
+    assert json.loads((d / "finding.json").read_text())["bucket"] in issue.splitlines()[0]
 
 
 # -- commands and the campaign hook -------------------------------------------------------------------
@@ -341,3 +428,20 @@ def test_minimize_command_on_a_campaign_writes_verified_repros(tmp_path, plugin_
     # a rerun keeps the verified repro instead of redoing it
     r = run_cli("minimize", out, "--budget", "40", env=plugin_env)
     assert "(earlier run)" in r.stdout
+
+
+@pytest.mark.slow
+def test_a_campaign_minimizes_its_new_bucket_while_it_runs(tmp_path, plugin_env):
+    """With a minimization budget, the local campaign minimizes, verifies and groups its new
+    buckets itself (lanes sharing its workers): the summary lists the root causes, the
+    database has the repro with its root cause."""
+    out = tmp_path / "c"
+    r = run_cli("run", "--seed", "1", "--max-cases", "3", "--workers", "2", "--workloads",
+                "test_matmul_off_by_one", "--primitives", "split,reorder", "--no-progress",
+                "--out", out, "--minimize-budget", "90", env=plugin_env)
+    assert r.returncode == 1, r.stderr
+    assert "3 minimized, 3 verified repros → 1 root cause" in r.stdout, r.stdout
+    assert "root causes: 1 root cause from 3 minimized buckets" in r.stdout
+    con = sqlite3.connect(out / "results.sqlite")
+    rows = con.execute("SELECT reproduced, root_cause FROM repros").fetchall()
+    assert len(rows) == 3 and all(ok for ok, _ in rows) and len({rc for _, rc in rows}) == 1

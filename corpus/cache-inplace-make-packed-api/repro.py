@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""[Bug] [TIR] Lowering fails after cache_inplace, decompose_reduction: In PrimFunc main variables (vi,) are used, but are not passed in as API arguments
+"""[Bug] [TIR] MakePackedAPI fails after cache_inplace, decompose_reduction: In PrimFunc main variables (vi,) are used, but are not passed in as API arguments
 
-Bucket  2455e3bc07a07e08
+Bucket  6a10cda9b16afbb3, found as bucket 2455e3bc07a07e08
         this case: compile_error@lower: InternalError: Check failed: undefined.size() == N (N vs. N) : In PrimFunc main variables (vi,) are used, but are not passed in as API arguments  [make_packed_api.cc]
 TVM 0.27.0.post1 · tvm-ffi 0.1.14.post1 · LLVM 22 · numpy 2.4.6 · Python 3.11.7
 Target  {"kind": "llvm"} · PassContext config {}

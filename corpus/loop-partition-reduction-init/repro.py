@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """[Bug] [TIR] Wrong result after loop_partition: row_sum (M=1, N=3, float32, llvm)
 
-Bucket  5d6089c071ea37c9
+Bucket  85044406214fe87f, found as bucket 5d6089c071ea37c9
         this case: wrong_result@verify [row_sum float32] loop_partition
 TVM 0.27.0.post1 · tvm-ffi 0.1.14.post1 · LLVM 22 · numpy 2.4.6 · Python 3.11.7
 Target  {"kind": "llvm"} · PassContext config {}

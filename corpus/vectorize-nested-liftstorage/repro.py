@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""[Bug] [TIR] Lowering fails after split, vectorize: Check failed: (op->kind != ForKind::kVectorized) is false: VectorizeLoop before LiftStorageAlloc
+"""[Bug] [TIR] StorageRewrite fails after split, vectorize: Check failed: (op->kind != ForKind::kVectorized) is false: VectorizeLoop before LiftStorageAlloc
 
 Bucket  f9c5940f60f14109
         this case: compile_error@lower: InternalError: Check failed: (op->kind != ForKind::kVectorized) is false: VectorizeLoop before LiftStorageAlloc  [storage_rewrite.cc]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""[Bug] [TIR] Lowering fails after unroll, vectorize: Check failed: lanes > 1 (1 vs. 1)
+"""[Bug] [TIR] VectorizeLoop fails after unroll, vectorize: Check failed: lanes > 1 (1 vs. 1)
 
 Bucket  89b639dc3fa62791
         this case: compile_error@lower: InternalError: Check failed: lanes > N (N vs. N)  [vector_expr.cc]

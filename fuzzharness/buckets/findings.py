@@ -31,7 +31,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from fuzzharness.buckets.known_bugs import KnownBugs
+from fuzzharness.buckets.known_bugs import KnownBugs, Match
+from fuzzharness.buckets.root_causes import RootCause
 from fuzzharness.buckets.signatures import Signature
 from fuzzharness.core.verdict import Status
 
@@ -68,6 +69,8 @@ class Finding:
     repro: str = ""  # the repro directory, relative to the campaign directory ("": none)
     repro_status: str = ""  # reproduced | not reproduced | not minimized
     repro_note: str = ""  # why not, in a few words
+    known_sure: bool = True  # False: a raw match the minimized case did not confirm ("probably")
+    root_cause: str = ""  # the verified repro's root-cause key (buckets.root_causes)
 
     @property
     def is_new(self) -> bool:
@@ -98,21 +101,35 @@ def campaign_findings(conn: sqlite3.Connection, known: KnownBugs, root: str | Pa
         if not Status(symptom).is_finding:
             continue
         sig = Signature.from_dict(json.loads(sig_json))
-        bug = known.match(sig, tvm_version)
+        m, rc_key = _classify(known, sig, repros.get(key), tvm_version)
+        bug = m.bug if m is not None else None
         f = Finding(key, title, symptom, stage, severity(symptom, stage), int(n), float(first),
                     float(last), int(example), known_id=bug.id if bug else "",
-                    known_link=(bug.link or bug.status) if bug else "")
+                    known_link=(bug.link or bug.status) if bug else "",
+                    known_sure=m is None or m.confirmed, root_cause=rc_key)
         _repro_of(f, repros.get(key), root, minimize_off)
         out.append(f)
     out.sort(key=lambda f: (SEVERITIES.index(f.severity), not f.is_new, -f.count, f.example_idx))
     return out
 
 
+def _classify(known: KnownBugs, sig: Signature, rec: dict[str, Any] | None,
+              tvm_version: str | None) -> tuple[Match | None, str]:
+    """The known bug of a bucket: by its minimized case's root cause when it has a verified
+    repro (certain either way), else by its raw signature (maybe only probably)."""
+    if rec and rec.get("reproduced") and rec.get("root_cause_fields") and rec.get("signature"):
+        rc = RootCause.from_dict(json.loads(rec["root_cause_fields"]))
+        msig = Signature.from_dict(json.loads(rec["signature"]))
+        return known.classify(msig, tvm_version, rc), rec.get("root_cause") or ""
+    return known.classify(sig, tvm_version), ""
+
+
 def _repros(conn: sqlite3.Connection, tables: set[str]) -> dict[str, dict[str, Any]]:
     if "repros" not in tables:
         return {}
     cols = [r[1] for r in conn.execute("PRAGMA table_info(repros)")]
-    want = [c for c in ("bucket", "path", "reproduced", "exit_code", "output", "notes") if c in cols]
+    want = [c for c in ("bucket", "path", "reproduced", "exit_code", "output", "notes",
+                        "signature", "root_cause", "root_cause_fields") if c in cols]
     if "bucket" not in want or "reproduced" not in want:
         return {}
     return {r[0]: dict(zip(want, r, strict=True))

@@ -1,9 +1,30 @@
-"""Known bugs: a TOML file of ``[[bug]]`` entries matched against bucket signatures.
+"""Known bugs: a TOML file of ``[[bug]]`` entries, plus the regression corpus, matched against
+bucket signatures and against the root causes of minimized buckets.
 
 **Known bugs** (:class:`KnownBugs`): a TOML file of ``[[bug]]`` entries, each with an upstream
-link (or "not yet reported") and a ``[bug.match]`` table of patterns over signature fields;
-a bucket whose signature matches an entry is *known*, anything else is *new*.  The packaged
-file is ``fuzzharness/known_bugs.toml``; its header documents the format.
+link (or "not yet reported"), a ``[bug.match]`` table of patterns over signature fields and,
+optionally, a ``[bug.trigger]`` table — the bug's minimal trigger: the primitive *sequence*
+of its minimized trace, its ``culprit`` pass, the ``options`` it needs.  The packaged file is
+``fuzzharness/known_bugs.toml``; its header documents the format.  Every entry of the
+regression corpus (``corpus/``, :func:`default_corpus_dir`) is a known bug too, with the
+trigger read from its minimized ``case.json`` (:func:`corpus_bugs`).
+
+How sure a match is (:meth:`KnownBugs.classify`):
+
+* a failure **with error text** that matches an entry is *known*: the normalised message and
+  throw site name the bug, whatever schedule reached it;
+* so is a failure whose bucket key holds no schedule (a reference mismatch);
+* a raw wrong answer (or bare crash or hang) whose primitive set merely *contains* an
+  entry's primitives is only **probably known**: another miscompile whose trace happens to
+  use ``merge`` would match ``primitives = ["merge"]`` too.  It is minimized like a new
+  bucket, and becomes *known* only when its minimized case's root cause
+  (:mod:`fuzzharness.buckets.root_causes`) is the entry's trigger — the same primitives
+  (the same sequence when the entry gives ``[bug.trigger] primitives``, else the same set),
+  the same culprit pass when the entry names one, the same options when it lists them, the
+  same symptom *class* (so a ``wrong_result`` entry also covers its ``nan_inf`` twin) —
+  otherwise it is *new*;
+* a raw bucket that matches nothing is new; its minimized case may still turn out to be a
+  known bug (a bystander primitive removed, a fact restored), and then it is known.
 """
 
 from __future__ import annotations
@@ -15,6 +36,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from fuzzharness.buckets.root_causes import WRONG_OUTPUT, RootCause, options_of, root_cause
 from fuzzharness.buckets.signatures import BUCKETED, Signature
 from fuzzharness.core.verdict import Stage
 
@@ -25,7 +47,8 @@ class KnownBugsError(ValueError):
 
 _MATCH_KEYS = {"symptom", "kind", "stage", "detail", "site", "workloads", "dtypes",
                "primitives", "facts", "tvm"}
-_BUG_KEYS = {"id", "title", "link", "status", "notes", "match"}
+_BUG_KEYS = {"id", "title", "link", "status", "notes", "match", "trigger"}
+_TRIGGER_KEYS = {"primitives", "culprit", "options"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,8 +59,11 @@ class KnownBug:
     status: str
     match: dict[str, Any]
     notes: str = ""
+    trigger: dict[str, Any] | None = None  # the minimal trigger ([bug.trigger]); None: not given
+    source: str = ""  # where the entry comes from: a known-bugs file or a corpus entry
 
     def matches(self, sig: Signature, tvm_version: str | None = None) -> bool:
+        """The raw match: every ``[bug.match]`` pattern holds for ``sig``."""
         m = self.match
         if m["symptom"] != sig.symptom:
             return False
@@ -59,12 +85,124 @@ class KnownBug:
             return False
         return True
 
+    def confirms_raw(self, sig: Signature) -> bool:
+        """A raw match is certain: the failure has error text, or its bucket key holds no
+        schedule (nothing a bystander could add)."""
+        return sig.has_text or not sig.primitives
+
+    def matches_minimized(self, sig: Signature, rc: RootCause,
+                          tvm_version: str | None = None) -> bool:
+        """The minimized failure (signature ``sig``, root cause ``rc``) is this bug: see the
+        module docstring."""
+        m = self.match
+        if sig.has_text or rc.has_text:
+            return self.matches(sig, tvm_version)
+        if m["symptom"] in ("wrong_result", "nan_inf"):  # the symptom class: nan twins too
+            if rc.symptom != WRONG_OUTPUT:
+                return False
+        elif m["symptom"] != sig.symptom:
+            return False
+        for key in ("kind", "stage"):
+            if key in m and m[key] != getattr(sig, key):
+                return False
+        if "tvm" in m and tvm_version is not None and not tvm_version.startswith(m["tvm"]):
+            return False
+        if "workloads" in m and sig.workload not in m["workloads"]:
+            return False
+        if "facts" in m and not set(m["facts"]) <= set(sig.facts):
+            return False
+        if sig.symptom == "reference_mismatch" and "dtypes" in m and sig.dtype not in m["dtypes"]:
+            return False
+        trigger = self.trigger or {}
+        if "primitives" in trigger:
+            if list(trigger["primitives"]) != list(rc.primitives):
+                return False
+        elif set(m.get("primitives", ())) != set(rc.primitives) and (
+                "primitives" in m or sig.primitives):
+            return False
+        if trigger.get("culprit") and trigger["culprit"] != rc.culprit:
+            return False
+        if "options" in trigger and sorted(trigger["options"]) != sorted(rc.options):
+            return False
+        return True
+
     def label(self) -> str:
         return f"{self.id} ({self.link or self.status})"
 
 
+@dataclasses.dataclass(frozen=True)
+class Match:
+    """A known bug a failure matched, and how sure that is (see the module docstring)."""
+
+    bug: KnownBug
+    confirmed: bool  # False: "probably known" — minimization must confirm it
+
+    @property
+    def label(self) -> str:
+        return "known" if self.confirmed else "probably known"
+
+
 def default_known_bugs_path() -> Path:
     return Path(str(resources.files("fuzzharness") / "known_bugs.toml"))
+
+
+def default_corpus_dir() -> Path | None:
+    """The repository's regression corpus (``corpus/`` beside the package), when there is one
+    (a clone or an editable install; a wheel ships no corpus)."""
+    d = Path(str(resources.files("fuzzharness"))).parent / "corpus"
+    return d if d.is_dir() else None
+
+
+def corpus_bugs(corpus: str | Path | None) -> list[KnownBug]:
+    """One known bug per corpus entry (``<name>/meta.json`` + ``case.json``) that still
+    reproduces: matched by its minimized signature (text failures: the exact normalised
+    message and site) on the TVM release it was found on, confirmed by its trigger — the root
+    cause of its ``case.json`` with the culprit its meta.json records.  Entries marked
+    ``fixed`` are not known bugs (failing again is a regression); entries that cannot be
+    read are skipped (the corpus tests report them)."""
+    import json
+
+    if corpus is None or not Path(corpus).is_dir():
+        return []
+    out = []
+    for d in sorted(Path(corpus).iterdir()):
+        try:
+            meta = json.loads((d / "meta.json").read_text())
+            case = json.loads((d / "case.json").read_text())
+            sig = Signature.from_dict(meta["signature"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if not sig.is_finding or meta.get("expected") == "fixed":
+            continue  # a fixed bug that fails again is a regression: new
+        match: dict[str, Any] = {"symptom": sig.symptom, "stage": sig.stage}
+        if meta.get("tvm"):  # pinned to the TVM release it was found on, like the file's
+            match["tvm"] = ".".join(str(meta["tvm"]).split(".")[:2])
+        trigger = None
+        if sig.kind:
+            match["kind"] = sig.kind
+        if sig.has_text:
+            if sig.detail:
+                match["detail"] = "^" + re.escape(sig.detail) + "$"
+            if sig.site:
+                match["site"] = "^" + re.escape(sig.site) + "$"
+        else:
+            if sig.primitives:
+                match["primitives"] = list(sig.primitives)
+            if sig.facts:
+                match["facts"] = list(sig.facts)
+            if sig.symptom == "reference_mismatch":
+                match.update(workloads=[sig.workload], dtypes=[sig.dtype])
+            rc = root_cause(case, sig, meta.get("culprit") or "")
+            trigger = {"primitives": list(rc.primitives), "options": list(options_of(case))}
+            if meta.get("culprit"):
+                trigger["culprit"] = meta["culprit"]
+        link = meta.get("upstream") or ""
+        out.append(KnownBug(f"corpus:{d.name}", meta.get("title") or d.name, link,
+                            "reported" if link else "not yet reported", match,
+                            notes=f"regression corpus entry {d}"
+                            + (f" (known bug {meta['known_bug']})" if meta.get("known_bug") else ""),
+                            trigger=trigger, source=str(d)))
+    return out
 
 
 @dataclasses.dataclass
@@ -73,8 +211,11 @@ class KnownBugs:
     source: str = ""
 
     @classmethod
-    def load(cls, path: str | Path | None = None) -> KnownBugs:
-        """Read and validate a known-bugs file (None: the packaged one)."""
+    def load(cls, path: str | Path | None = None, *, corpus: str | Path | None | bool = True
+             ) -> KnownBugs:
+        """Read and validate a known-bugs file (None: the packaged one), plus the entries of
+        the regression corpus (``corpus``: a directory; True: :func:`default_corpus_dir`;
+        False/None: none)."""
         p = Path(path) if path is not None else default_known_bugs_path()
         try:
             with open(p, "rb") as f:
@@ -83,7 +224,11 @@ class KnownBugs:
             raise KnownBugsError(f"cannot read known-bugs file {p}: {e.strerror}") from None
         except tomllib.TOMLDecodeError as e:
             raise KnownBugsError(f"malformed TOML in known-bugs file {p}: {e}") from None
-        return cls.from_doc(doc, str(p))
+        known = cls.from_doc(doc, str(p))
+        if corpus is True:
+            corpus = default_corpus_dir()
+        known.bugs += corpus_bugs(corpus or None)
+        return known
 
     @classmethod
     def from_doc(cls, doc: dict[str, Any], source: str = "") -> KnownBugs:
@@ -101,10 +246,30 @@ class KnownBugs:
         return cls(bugs, source)
 
     def match(self, sig: Signature, tvm_version: str | None = None) -> KnownBug | None:
+        """The first entry whose raw patterns match (certain or not; see :meth:`classify`)."""
         for bug in self.bugs:
             if bug.matches(sig, tvm_version):
                 return bug
         return None
+
+    def classify(self, sig: Signature, tvm_version: str | None = None,
+                 rc: RootCause | None = None) -> Match | None:
+        """Which known bug ``sig`` is, and how sure (see the module docstring).
+
+        ``rc``: the root cause of the bucket's *minimized* case (then ``sig`` is the minimized
+        case's signature); None for a raw bucket."""
+        if rc is not None:
+            for bug in self.bugs:
+                if bug.matches_minimized(sig, rc, tvm_version):
+                    return Match(bug, True)
+            return None
+        probable = None
+        for bug in self.bugs:
+            if bug.matches(sig, tvm_version):
+                if bug.confirms_raw(sig):
+                    return Match(bug, True)
+                probable = probable or Match(bug, False)
+        return probable
 
     def __len__(self) -> int:
         return len(self.bugs)
@@ -154,4 +319,15 @@ def _parse_bug(entry: Any, where: str, seen: set[str]) -> KnownBug:
     for key in ("kind", "tvm"):
         if key in match and not isinstance(match[key], str):
             raise KnownBugsError(f"{where}: match.{key} must be a string")
-    return KnownBug(bid, entry["title"], link, str(status), dict(match), str(entry.get("notes", "")))
+    trigger = entry.get("trigger")
+    if trigger is not None:
+        if not isinstance(trigger, dict) or set(trigger) - _TRIGGER_KEYS:
+            raise KnownBugsError(f"{where}: [bug.trigger] takes {', '.join(sorted(_TRIGGER_KEYS))}")
+        for key in ("primitives", "options"):
+            if key in trigger and not (isinstance(trigger[key], list)
+                                       and all(isinstance(x, str) for x in trigger[key])):
+                raise KnownBugsError(f"{where}: trigger.{key} must be a list of strings")
+        if "culprit" in trigger and not isinstance(trigger["culprit"], str):
+            raise KnownBugsError(f"{where}: trigger.culprit must be a string")
+    return KnownBug(bid, entry["title"], link, str(status), dict(match), str(entry.get("notes", "")),
+                    trigger=dict(trigger) if trigger is not None else None, source=where)

@@ -21,16 +21,23 @@ Tables::
                                       example = the first case that fell into it
     repros(bucket PRIMARY KEY, case_id, case_json, signature, path, reproduced, runs,
            exit_code, output, original_length, length, minimize_seconds, minimize_runs,
-           title, notes, created)     the minimized repro of a bucket (fuzzharness.repro):
+           title, notes, created, root_cause, root_cause_fields)
+                                      the minimized repro of a bucket (fuzzharness.repro):
                                       reproduced = 1 only when the written script exited 1
-                                      in every verification run in a fresh process
+                                      in every verification run in a fresh process;
+                                      root_cause: the key of the minimized case's root cause
+                                      (fuzzharness.buckets.root_causes), its fields as JSON
+
+Root causes are not a table of their own: :meth:`ResultsDB.root_causes` groups the repros by
+``root_cause`` (buckets that minimized to one trigger are one root cause).
 
 A result and its bucket update are one transaction: ``count`` always equals the number of
 results that name the bucket, even across a SIGKILL.
 
 Schema history: 1 → 2 added ``results.bucket`` and ``buckets``; a version-1 database is
 migrated (additively, buckets recomputed from the stored verdicts) when opened.  2 → 3 added
-``repros`` (additive: an empty table).
+``repros`` (additive: an empty table).  3 → 4 added ``repros.root_cause`` and
+``repros.root_cause_fields`` (additive; NULL for repros written before).
 """
 
 from __future__ import annotations
@@ -51,7 +58,7 @@ if TYPE_CHECKING:
     from fuzzharness.buckets.signatures import Signature
 
 APPLICATION = "tvm-fuzzharness"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 DB_NAME = "results.sqlite"
 
 SCHEMA = """
@@ -122,12 +129,15 @@ CREATE TABLE IF NOT EXISTS repros(
     minimize_runs INTEGER,
     title TEXT,
     notes TEXT,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    root_cause TEXT,
+    root_cause_fields TEXT
 );
 """
 REPRO_FIELDS = ("bucket", "case_id", "case_json", "signature", "path", "reproduced", "runs",
                 "exit_code", "output", "original_length", "length", "minimize_seconds",
-                "minimize_runs", "title", "notes", "created")
+                "minimize_runs", "title", "notes", "created", "root_cause", "root_cause_fields")
+_JSON_REPRO_FIELDS = ("signature", "notes", "root_cause_fields")
 
 
 class DatabaseError(Exception):
@@ -246,6 +256,11 @@ class ResultsDB:
                 self._rebuild_buckets()
         if schema < 3:
             self.conn.executescript(SCHEMA)  # the repros table (IF NOT EXISTS: additive)
+        columns = {r[1] for r in self.conn.execute("PRAGMA table_info(repros)")}
+        with self.conn:
+            for col in ("root_cause", "root_cause_fields"):
+                if col not in columns:
+                    self.conn.execute(f"ALTER TABLE repros ADD COLUMN {col} TEXT")
         with self.conn:
             self.conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'",
                               (str(SCHEMA_VERSION),))
@@ -381,21 +396,21 @@ class ResultsDB:
         (plain data; ``signature`` and ``notes`` may be dicts/lists, stored as JSON)."""
         row = dict(record)
         row.setdefault("created", time.time())
-        for key in ("signature", "notes"):
+        for key in _JSON_REPRO_FIELDS:
             if row.get(key) is not None and not isinstance(row[key], str):
                 row[key] = json.dumps(row[key], sort_keys=True)
         row["reproduced"] = int(bool(row.get("reproduced")))
         values = [row.get(f) for f in REPRO_FIELDS]
         with self.conn:
-            self.conn.execute(f"INSERT OR REPLACE INTO repros VALUES ({','.join('?' * len(REPRO_FIELDS))})",
-                              values)
+            self.conn.execute(f"INSERT OR REPLACE INTO repros({', '.join(REPRO_FIELDS)}) "
+                              f"VALUES ({','.join('?' * len(REPRO_FIELDS))})", values)
 
     def repros(self) -> list[dict[str, Any]]:
         """Every stored repro, by bucket key order; ``signature``/``notes`` decoded."""
         out = []
         for row in self.conn.execute(f"SELECT {', '.join(REPRO_FIELDS)} FROM repros ORDER BY bucket"):
             d = dict(zip(REPRO_FIELDS, row, strict=True))
-            for key in ("signature", "notes"):
+            for key in _JSON_REPRO_FIELDS:
                 if d[key]:
                     d[key] = json.loads(d[key])
             d["reproduced"] = bool(d["reproduced"])
@@ -404,6 +419,30 @@ class ResultsDB:
 
     def repro(self, bucket: str) -> dict[str, Any] | None:
         return next((r for r in self.repros() if r["bucket"] == bucket), None)
+
+    def root_causes(self) -> list[dict[str, Any]]:
+        """The campaign's root causes: its verified repros grouped by the root cause of their
+        minimized case (:mod:`fuzzharness.buckets.root_causes`), most cases first.
+
+        Each row: ``key``, ``fields`` (the RootCause as a dict), ``title`` (of its
+        representative repro's issue), ``buckets`` (keys of the buckets that minimized to it),
+        ``cases`` (results in those buckets), ``length`` (the shortest minimized trace) and
+        ``path`` (the representative repro directory: the shortest one).  Buckets whose repro
+        did not reproduce have no root cause and are not counted."""
+        counts = dict(self.conn.execute("SELECT key, count FROM buckets"))
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for r in self.repros():
+            if r["reproduced"] and r.get("root_cause"):
+                groups.setdefault(r["root_cause"], []).append(r)
+        out = []
+        for key, reps in groups.items():
+            best = min(reps, key=lambda r: (r["length"] if r["length"] is not None else 1 << 30,
+                                            r["bucket"]))
+            out.append({"key": key, "fields": best.get("root_cause_fields") or {},
+                        "title": best["title"] or "", "buckets": sorted(r["bucket"] for r in reps),
+                        "cases": sum(int(counts.get(r["bucket"], 0)) for r in reps),
+                        "length": best["length"], "path": best["path"]})
+        return sorted(out, key=lambda d: (-d["cases"], d["key"]))
 
     def done_indices(self) -> set[int]:
         return {r[0] for r in self.conn.execute("SELECT idx FROM results")}

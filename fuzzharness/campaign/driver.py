@@ -17,6 +17,17 @@ minimizer's processes ended, and no minimization starts after an interrupt), els
 there is a new TVM finding, else 3 when cases ended in harness errors, else 0
 (:mod:`fuzzharness.core.errors`).  Harness errors are reported apart and never counted as
 TVM findings.
+
+Minimization (``minimize_budget`` > 0, an executor that supports
+:data:`~fuzzharness.engine.executor.IDLE`): each new or probably-known finding bucket is
+offered, as it appears, to :class:`~fuzzharness.campaign.lanes.Lanes`; their candidate
+cases are woven into the task stream — at most half of the workers while the campaign's
+own cases run, all of them afterwards for at most ``minimize_budget`` seconds — and their
+outcomes (repros with root causes) go to the database.  :meth:`Campaign._ready_to_minimize`
+is where a failure enters minimization.  Other executors minimize after the campaign
+(:func:`fuzzharness.campaign.minimize_buckets.after_campaign`).  A bucket is reported as a
+known bug by its minimized case's root cause when it has a verified repro, else by its raw
+signature (an uncertain raw match is *probably known*).
 """
 
 from __future__ import annotations
@@ -26,6 +37,7 @@ import itertools
 import json
 import os
 import random
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -33,19 +45,25 @@ from pathlib import Path
 from typing import Any
 
 from fuzzharness.backends.rpc import ENV as RPC_ENV
-from fuzzharness.buckets.known_bugs import KnownBug, KnownBugs
+from fuzzharness.buckets.known_bugs import KnownBug, KnownBugs, Match
+from fuzzharness.buckets.root_causes import RootCause
 from fuzzharness.buckets.signatures import Signature, signature
 from fuzzharness.campaign import coverage
 from fuzzharness.campaign.db import ResultsDB
+from fuzzharness.campaign.lanes import Lanes
 from fuzzharness.campaign.minimize_buckets import after_campaign
 from fuzzharness.campaign.progress import Progress
 from fuzzharness.campaign.settings import RESUMABLE, CampaignSettings, SettingsError
 from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_HARNESS, EXIT_OK
 from fuzzharness.core.tvm_support import versions
 from fuzzharness.core.verdict import Status
-from fuzzharness.engine.executor import ExecutorConfig, TaskResult, make_executor
+from fuzzharness.engine.executor import IDLE, ExecutorConfig, Task, TaskResult, make_executor
+from fuzzharness.minimize.report import format_report
 
 GRACE = 10.0  # seconds cases still running at the end of the time budget may take
+#: seconds one bucket may take while the campaign minimizes (fuzzharness minimize: 120): most
+#: converge in 5–30 s; a bucket that does not (a flaky nan) must not hold a lane for long
+LIVE_BUCKET_BUDGET = 60.0
 
 
 @dataclasses.dataclass
@@ -58,6 +76,10 @@ class BucketReport:
     known: KnownBug | None
     workloads: list[str]
     dtypes: list[str]
+    confirmed: bool = True  # False: "probably known" (a raw match the minimized case must confirm)
+    root_cause: str = ""  # key of its minimized case's root cause (verified repros only)
+    minimized: bool = False  # matched by its minimized case (else by its raw signature)
+    resembles: KnownBug | None = None  # new, but its raw signature matched this known bug
 
     @property
     def is_finding(self) -> bool:
@@ -66,6 +88,10 @@ class BucketReport:
     @property
     def is_new(self) -> bool:
         return self.is_finding and self.known is None
+
+    @property
+    def probably_known(self) -> bool:
+        return self.is_finding and self.known is not None and not self.confirmed
 
 
 @dataclasses.dataclass
@@ -83,6 +109,7 @@ class CampaignSummary:
     coverage: list[tuple] = dataclasses.field(default_factory=list)  # engine/coverage.py rows
     minimized: str = ""  # the report of the minimization of new buckets (fuzzharness.minimize)
     interrupted: str = ""  # the phase a Ctrl-C/SIGTERM stopped: "cases", "minimizing" ("": none)
+    root_causes: list[dict] = dataclasses.field(default_factory=list)  # ResultsDB.root_causes rows
 
     @property
     def rate(self) -> float:
@@ -119,8 +146,8 @@ class Campaign:
         """Create (or, with ``resume``, reopen) the campaign stored in ``out``.
 
         ``overrides``: settings to change on resume (only :data:`RESUMABLE` keys).
-        ``minimize_budget``: seconds to spend, after the cases, minimizing new buckets into
-        verified repros (0: do not); see :func:`fuzzharness.campaign.minimize_buckets.after_campaign`.
+        ``minimize_budget``: seconds to spend minimizing new buckets into verified repros
+        after the campaign's cases, beyond what is done while they run (0: do not minimize).
         Everything that can be wrong with the request is checked here, before any case
         runs and before anything is written to an existing database.
         """
@@ -200,52 +227,138 @@ class Campaign:
         start = time.monotonic()
         deadline = start + budget if s.time_budget else None
         tvm_version = self.versions.get("tvm")
-        known_of: dict[str, KnownBug | None] = {
-            b["key"]: self.known.match(b["signature"], tvm_version) for b in self.db.buckets()
+        known_of: dict[str, Match | None] = {
+            b["key"]: self.known.classify(b["signature"], tvm_version) for b in self.db.buckets()
             if b["signature"].is_finding}
         progress = Progress(total=todo, deadline=deadline, enabled=self.show_progress)
         stored = 0
         counts: Counter[str] = Counter()
         executor = None
         interrupted = ""
+        lanes = None
+        ended = [None]  # when the campaign's own cases stopped (minimization may go on)
         try:
             if not nothing_left:
                 executor = make_executor(s.executor, self._executor_config())
                 stop = (lambda: time.monotonic() >= deadline) if deadline else (lambda: False)
                 abandon = deadline + min(s.timeout, GRACE) if deadline else None
-                for r in executor.run(self._tasks(), should_stop=stop, abandon_at=abandon):
+                if self.minimize_budget > 0 and executor.supports_idle:
+                    lanes = self._lanes(known_of, deadline)
+                    tasks, stop, wake = self._shared_tasks(lanes, stop, progress, ended), None, {
+                        "wakeup_fd": lanes.wakeup_fd}
+                else:
+                    tasks, wake = self._tasks(), {}
+                for r in executor.run(tasks, should_stop=stop or (lambda: False),
+                                      abandon_at=abandon, **wake):
+                    if lanes is not None and lanes.deliver(r):
+                        continue  # a minimization candidate, not a campaign case
                     sig = signature(r.case, r.verdict)
                     if self._store(r, sig):
                         stored += 1
                         counts[r.verdict.status.value] += 1
                         if sig is not None and sig.is_finding and sig.key not in known_of:
-                            known_of[sig.key] = self.known.match(sig, tvm_version)
-                    progress.update(r.verdict, counts, executor.restarts,
-                                    buckets=len(known_of),
-                                    new=sum(1 for k in known_of.values() if k is None))
+                            known_of[sig.key] = m = self.known.classify(sig, tvm_version)
+                            if lanes is not None and self._ready_to_minimize(r, sig):
+                                if m is None or not m.confirmed:
+                                    lanes.offer(sig.key, probably_known=m is not None)
+                    if ended[0] is None:
+                        progress.update(r.verdict, counts, executor.restarts,
+                                        buckets=len(known_of),
+                                        new=sum(1 for k in known_of.values() if k is None))
         except KeyboardInterrupt:  # results so far are committed; the workers die below
-            interrupted = "cases"
+            interrupted = "cases" if ended[0] is None else "minimizing"
         finally:
             if executor is not None:
                 executor.close()
             progress.close()
+            minimized = None
+            if lanes is not None:
+                if not interrupted:  # after Ctrl-C no bucket starts: the lanes only stop
+                    lanes.pump()
+                lanes.skip_rest()
+                lanes.close()
+                minimized = format_report(lanes.results, total_budget=self.minimize_budget,
+                                          seconds=time.monotonic() - start, live=True)
+                if interrupted:
+                    minimized = (f"minimize: interrupted; what was verified is stored; run "
+                                 f"`fuzzharness minimize {self.out}` for the rest\n{minimized}")
             self.db.end_session(stored)
+        elapsed = (ended[0] or time.monotonic()) - start
         summary = CampaignSummary(
-            self.out, self.seed, stored, self.db.count(), time.monotonic() - start, dict(counts),
+            self.out, self.seed, stored, self.db.count(), elapsed, dict(counts),
             executor.restarts if executor is not None else 0, self._bucket_reports(tvm_version),
             self.known.source, executor.recycled if executor is not None else 0)
         summary.interrupted = interrupted
         summary.coverage = coverage.store(self.db.conn)
+        summary.root_causes = self.db.root_causes()
         self.db.close()
-        if self.minimize_budget > 0 and summary.new_buckets and not interrupted:
+        if minimized is not None:
+            summary.minimized = minimized
+        elif self.minimize_budget > 0 and summary.new_buckets and not interrupted:
             try:
                 summary.minimized = after_campaign(self.out, self.minimize_budget,
                                                    progress=self.show_progress)
-            except KeyboardInterrupt:  # its child is gone; verified repros are stored
+            except KeyboardInterrupt:  # its workers are gone; verified repros are stored
                 summary.interrupted = "minimizing"
                 summary.minimized = (f"minimize: interrupted; what was verified is stored; "
                                      f"run `fuzzharness minimize {self.out}` for the rest")
+            db = ResultsDB(self.out)
+            try:
+                summary.root_causes = db.root_causes()
+                summary.buckets = self._bucket_reports(tvm_version, db)
+            finally:
+                db.close()
         return summary
+
+    # -- minimization while the campaign runs -------------------------------------------------
+    def _lanes(self, known_of: dict[str, Match | None], deadline: float | None) -> Lanes:
+        """Minimization lanes sharing this campaign's workers (:mod:`fuzzharness.campaign.lanes`);
+        on resume, the stored buckets that still need a repro are offered at once."""
+        s = self.settings
+        lanes = Lanes(self.out, self.db, lanes=s.workers, batch=s.workers,
+                      per_bucket=LIVE_BUCKET_BUDGET, say=self._say_minimize,
+                      log_dir=self.out / "logs")
+        if deadline is not None:
+            lanes.end_at = deadline + self.minimize_budget
+        verified = {r["bucket"] for r in self.db.repros() if r["reproduced"]}
+        for key, m in known_of.items():
+            if key not in verified and (m is None or not m.confirmed):
+                lanes.offer(key, probably_known=m is not None)
+        return lanes
+
+    def _ready_to_minimize(self, r: TaskResult, sig: Signature) -> bool:
+        """The hook between a new finding and its minimization: True when the failure may be
+        minimized now.  (Where failures are confirmed in a fresh worker before they become
+        findings, this is the place to wait for that confirmation.)"""
+        return True
+
+    def _shared_tasks(self, lanes: Lanes, stop, progress: Progress, ended: list) -> Iterator[Task]:
+        """The campaign's cases with the lanes' candidates woven in — at most half the
+        workers (at least one) go to candidates while the campaign runs; all of them once it
+        is over, until the lanes are finished (:data:`~fuzzharness.engine.executor.IDLE`
+        while they think)."""
+        s = self.settings
+        share = max(1, s.workers // 2)
+        for t in self._tasks():
+            while (lt := lanes.next_task(share)) is not None:
+                yield lt
+            if stop():
+                break
+            yield t
+        ended[0] = time.monotonic()
+        if lanes.end_at is None:
+            lanes.end_at = ended[0] + self.minimize_budget
+        progress.close()
+        if lanes.busy:
+            self._say_minimize(f"the campaign's cases are done; minimizing on all {s.workers} "
+                               f"workers (at most {max(0.0, lanes.end_at - ended[0]):.0f} s more)")
+        while not lanes.finished():
+            lt = lanes.next_task(s.workers)
+            yield lt if lt is not None else IDLE
+
+    def _say_minimize(self, msg: str) -> None:
+        if self.show_progress:
+            print(f"  minimize: {msg}", file=sys.stderr, flush=True)
 
     def _executor_config(self) -> ExecutorConfig:
         """How the settings reach the executor; the remote device (if any) reaches the
@@ -264,16 +377,31 @@ class Campaign:
         return self.db.add_result(r.task["task"], r.case, r.verdict, elapsed=r.elapsed,
                                   worker=r.worker, signature=sig)
 
-    def _bucket_reports(self, tvm_version: str | None) -> list[BucketReport]:
-        stats = self.db.bucket_stats()
+    def _bucket_reports(self, tvm_version: str | None, db: ResultsDB | None = None) -> list[BucketReport]:
+        """Every bucket with what it is: a known bug (by its verified minimized repro's root
+        cause when it has one, else by its raw signature: known, or only probably known),
+        or new."""
+        db = db or self.db
+        stats = db.bucket_stats()
+        repros = {r["bucket"]: r for r in db.repros()}
         out = []
-        for b in self.db.buckets():
+        for b in db.buckets():
             sig = b["signature"]
             st = stats.get(b["key"], {})
+            m, root, minimized, raw = None, "", False, None
+            if sig.is_finding:
+                raw = m = self.known.classify(sig, tvm_version)
+                r = repros.get(b["key"])
+                if r is not None and r["reproduced"] and r.get("root_cause_fields") and r.get("signature"):
+                    minimized, root = True, r.get("root_cause") or ""
+                    m = self.known.classify(Signature.from_dict(r["signature"]), tvm_version,
+                                            RootCause.from_dict(r["root_cause_fields"]))
             out.append(BucketReport(
                 b["key"], b["title"], sig, b["count"], b["example_idx"],
-                self.known.match(sig, tvm_version) if sig.is_finding else None,
-                sorted(st.get("workloads", ())), sorted(st.get("dtypes", ()))))
+                m.bug if m is not None else None,
+                sorted(st.get("workloads", ())), sorted(st.get("dtypes", ())),
+                confirmed=m is None or m.confirmed, root_cause=root, minimized=minimized,
+                resembles=raw.bug if m is None and raw is not None else None))
         return out
 
 
@@ -301,15 +429,22 @@ def format_summary(s: CampaignSummary, *, limit: int = 15, coverage_table: bool 
         for b in sorted(new, key=lambda b: (-b.count, b.example_idx))[:limit]:
             seen = "; ".join(x for x in (",".join(b.workloads), ",".join(b.dtypes)) if x)
             lines.append(f"  NEW   {b.count:>5} × {b.title}")
-            lines.append(f"        first: case #{b.example_idx}" + (f"; seen with {seen}" if seen else ""))
+            lines.append(f"        first: case #{b.example_idx}" + (f"; seen with {seen}" if seen else "")
+                         + (f"; resembles known bug {b.resembles.id}, but its minimized trigger "
+                            "is not that entry's" if b.resembles is not None else ""))
         if len(new) > limit:
             lines.append(f"  ... {len(new) - limit} more new buckets (see the buckets table)")
         for group in sorted(by_bug.values(), key=lambda g: -sum(b.count for b in g)):
             bug = group[0].known
             first = min(b.example_idx for b in group)
-            lines.append(f"  known {sum(b.count for b in group):>5} × {bug.id} ({bug.link or bug.status}): "
+            sure = [b for b in group if b.confirmed]
+            label = "known" if sure else "probably known"
+            lines.append(f"  {label} {sum(b.count for b in group):>5} × {bug.id} ({bug.link or bug.status}): "
                          f"{bug.title}")
-            lines.append(f"        {len(group)} bucket{'s' if len(group) > 1 else ''}; first: case #{first}")
+            unsure = len(group) - len(sure)
+            lines.append(f"        {len(group)} bucket{'s' if len(group) > 1 else ''}; first: case #{first}"
+                         + (f"; {unsure} only probably (a raw match, not confirmed by a minimized case)"
+                            if unsure else ""))
     harness = s.harness_errors
     if harness:
         lines.append(f"harness errors (bugs in fuzzharness, not in TVM): "
@@ -322,6 +457,22 @@ def format_summary(s: CampaignSummary, *, limit: int = 15, coverage_table: bool 
         lines.append(coverage.one_line(s.coverage) + f" (all of it: fuzzharness status {s.out} --coverage)")
     if s.minimized:
         lines.append(s.minimized)
+    if s.root_causes:
+        lines.append(format_root_causes(s.root_causes, limit=limit))
     lines.append(f"results: {s.out / 'results.sqlite'}")
     lines.append(f"replay one: fuzzharness replay {s.out} <case index or id>")
+    return "\n".join(lines)
+
+
+def format_root_causes(rows: list[dict], *, limit: int = 15) -> str:
+    """``N root causes from M buckets`` and one entry per root cause (ResultsDB.root_causes)."""
+    n_buckets = sum(len(r["buckets"]) for r in rows)
+    lines = [f"root causes: {len(rows)} root cause{'s' if len(rows) != 1 else ''} from "
+             f"{n_buckets} minimized bucket{'s' if n_buckets != 1 else ''}"]
+    for r in rows[:limit]:
+        lines.append(f"  {r['cases']:>5} × {r['title'][:110]}")
+        lines.append(f"        {len(r['buckets'])} bucket{'s' if len(r['buckets']) > 1 else ''}; "
+                     f"{r['length']} trace instructions; {r['path']}")
+    if len(rows) > limit:
+        lines.append(f"  ... {len(rows) - limit} more (ResultsDB.root_causes)")
     return "\n".join(lines)

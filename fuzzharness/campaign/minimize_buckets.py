@@ -1,54 +1,50 @@
-"""From a campaign's buckets (or one case file) to verified repro directories.
+"""From a finished campaign's buckets to verified repro directories (``fuzzharness minimize``).
 
-For every selected bucket — by default the *new* findings, i.e. those that match no entry of
-the campaign's known-bugs file — in order of frequency:
+The buckets to minimize (:func:`select_buckets`) are by default the *new* findings and the
+*probably known* ones (a raw match with a known bug that only the minimized case can confirm,
+see :mod:`fuzzharness.buckets.known_bugs`); ``--all`` takes every finding, ``--bucket``
+given ones.  Buckets that already have a verified repro are kept (``--force`` redoes them).
 
-1. take the bucket's first case (or, when the failure happened while the schedule was being
-   drawn and no case was stored, its choice sequence, regenerated from the campaign seed);
-2. minimize it (:func:`fuzzharness.minimize.minimize`, per-bucket budget);
-3. write ``DIR/repros/<bucket>/{case.json, repro.py}``, run the script in a fresh process,
-   and write ``issue.md`` only if it reproduced (:mod:`fuzzharness.repro.package`);
-4. record the outcome in the campaign database (``repros`` table).
+They are minimized by :class:`~fuzzharness.campaign.lanes.Lanes` — persistent lane processes,
+several buckets at once, in severity order — whose candidates run in one private
+:class:`~fuzzharness.engine.pool.WorkerPool` of ``workers`` persistent processes.  A campaign
+with the local executor does the same *while it runs*, on a share of its own workers
+(:mod:`fuzzharness.campaign.driver`); this module is the after-the-fact path (and the one
+used after a campaign on an executor that cannot share its workers).
 
-``total_budget`` caps the time of the whole run (minimization, verification and triage);
-buckets left when it is spent are reported as not minimized.  Each bucket gets an equal
-share of what is left, at least :data:`MIN_SHARE` seconds, at most ``per_bucket``.
+``total_budget`` caps the whole run; each bucket gets a fair share of what is left, at least
+:data:`~fuzzharness.campaign.lanes.MIN_SHARE` seconds, at most ``per_bucket``; buckets that
+never start are reported as skipped.  Outcomes go to the ``repros`` table (with the root
+cause of each minimized case).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from fuzzharness.buckets.known_bugs import KnownBugs
-from fuzzharness.buckets.signatures import Signature, signature
+from fuzzharness.buckets.root_causes import RootCause
+from fuzzharness.buckets.signatures import Signature
 from fuzzharness.campaign.db import ResultsDB
+from fuzzharness.campaign.lanes import Lanes
 from fuzzharness.campaign.settings import CampaignSettings
-from fuzzharness.core.case import Case
-from fuzzharness.core.children import die_with_parent, run_child
-from fuzzharness.core.plugins import load_plugins
-from fuzzharness.core.verdict import Status, Verdict
-from fuzzharness.engine.worker_deaths import signal_name
-from fuzzharness.generators import draw as draws
-from fuzzharness.generators.cases import draw_case
-from fuzzharness.kinds.tir.generation_failure import as_case, capture
-from fuzzharness.minimize import DEFAULT_BUDGET
-from fuzzharness.minimize.minimizer import MinimizeResult, minimize
-from fuzzharness.minimize.report import REPROS_DIR, BucketRepro, say_to_stderr
-from fuzzharness.repro.kit import NotReproducible
-from fuzzharness.repro.package import write_repro
-
-MIN_SHARE = 30.0  # seconds: below this a minimization rarely gets anywhere
-REPRO_OVERHEAD = 25.0  # seconds set aside per bucket for writing, verifying and triage
+from fuzzharness.engine.executor import IDLE, Task
+from fuzzharness.engine.pool import WorkerPool
+from fuzzharness.minimize.minimizer import DEFAULT_BUDGET
+from fuzzharness.minimize.report import BucketRepro
 
 
-def select_buckets(db, known: KnownBugs, tvm_version: str | None, which: str,
-                   keys: list[str] | None = None) -> list[dict[str, Any]]:
-    """The buckets to minimize: ``new`` findings, ``all`` findings, or the given ``keys``."""
-    out = []
+def select_buckets(db: ResultsDB, known: KnownBugs, tvm_version: str | None, which: str,
+                   keys: list[str] | None = None) -> tuple[list[dict[str, Any]], set[str]]:
+    """``(buckets, probably_known keys)``: the ``new`` findings (and the probably known ones),
+    ``all`` findings, or the given ``keys`` (prefixes).  A bucket whose verified repro
+    confirmed a known bug is not new any more."""
+    confirmed = confirmed_known(db, known, tvm_version)
+    out, probable = [], set()
     for b in db.buckets():
         sig: Signature = b["signature"]
         if not sig.is_finding:
@@ -56,216 +52,114 @@ def select_buckets(db, known: KnownBugs, tvm_version: str | None, which: str,
         if keys:
             if not any(b["key"].startswith(k) for k in keys):
                 continue
-        elif which == "new" and known.match(sig, tvm_version) is not None:
-            continue
+        elif which == "new":
+            if b["key"] in confirmed:
+                continue
+            m = known.classify(sig, tvm_version)
+            if m is not None and m.confirmed:
+                continue
+            if m is not None:
+                probable.add(b["key"])
         out.append(b)
+    return out, probable
+
+
+def confirmed_known(db: ResultsDB, known: KnownBugs, tvm_version: str | None) -> dict[str, Any]:
+    """Bucket key → the known bug its verified, minimized repro is (buckets whose minimized
+    root cause matches an entry's trigger)."""
+    out = {}
+    for r in db.repros():
+        if not (r["reproduced"] and r.get("root_cause_fields") and r.get("signature")):
+            continue
+        m = known.classify(Signature.from_dict(r["signature"]), tvm_version,
+                           RootCause.from_dict(r["root_cause_fields"]))
+        if m is not None:
+            out[r["bucket"]] = m.bug
     return out
+
+
+def lane_tasks(lanes: Lanes, limit: int) -> Iterator[Task]:
+    """The task stream of a pool that only minimizes: the lanes' candidates, :data:`IDLE`
+    while the lanes think, until they are finished."""
+    while not lanes.finished():
+        t = lanes.next_task(limit)
+        yield t if t is not None else IDLE
 
 
 def minimize_campaign(out: str | Path, *, which: str = "new", keys: list[str] | None = None,
                       total_budget: float | None = None, per_bucket: float = DEFAULT_BUDGET,
                       workers: int | None = None, verify_times: int = 1, triage: bool = True,
-                      progress: bool = True, force: bool = False) -> list[BucketRepro]:
+                      progress: bool = True, force: bool = False,
+                      lanes: int | None = None) -> list[BucketRepro]:
     """Minimize the selected buckets of the campaign in ``out`` (see the module docstring).
 
-    Each bucket is handled by a child process (:func:`bucket_job`): minimizing draws
-    candidates and replays traces with TVM in-process, and a TVM bug that corrupts memory
-    there must not reach the campaign database — only this process writes it, and it runs
-    no TVM code.
-    """
-
+    ``workers``: candidate worker processes (default: the campaign's); ``lanes``: buckets
+    minimized at once (default: as many as workers)."""
     start = time.monotonic()
     out = Path(out)
     db = ResultsDB(out)
     try:
         stored = db.campaign()
         settings = CampaignSettings.from_dict(stored["settings"])
-        versions = stored["versions"]
         known = KnownBugs.load(settings.known_bugs or None)
-        buckets = select_buckets(db, known, versions.get("tvm"), which, keys)
+        buckets, probable = select_buckets(db, known, stored["versions"].get("tvm"), which, keys)
         done = {r["bucket"]: r for r in db.repros() if r["reproduced"]}
-        examples = {b["key"]: db.find_case(str(b["example_idx"])) for b in buckets}
+        results: list[BucketRepro] = []
+        todo = []
+        for b in buckets:
+            if b["key"] in done and not force:
+                r = done[b["key"]]
+                results.append(BucketRepro(b["key"], b["title"], b["count"], "reproduced",
+                                           Path(r["path"]), r["original_length"] or -1,
+                                           r["length"] or -1, note="(earlier run)",
+                                           issue_title=r["title"] or "",
+                                           root_cause=r.get("root_cause") or ""))
+            else:
+                todo.append(b)
+        if not todo:
+            return results
+        n = workers or settings.workers
+        say = _say(progress)
+        lane_set = Lanes(out, db, lanes=lanes or n, batch=n, per_bucket=per_bucket,
+                         verify_times=verify_times, triage=triage, say=say,
+                         log_dir=out / "logs" / "minimize")
+        lane_set.end_at = start + total_budget if total_budget is not None else None
+        for b in todo:
+            lane_set.offer(b["key"], probably_known=b["key"] in probable)
+        pool = WorkerPool(n, timeout=settings.timeout, memory_mb=settings.memory_mb,
+                          log_dir=out / "logs" / "minimize")
+        try:
+            for r in pool.run(lane_tasks(lane_set, n), wakeup_fd=lane_set.wakeup_fd,
+                              abandon_at=0.0):
+                lane_set.deliver(r)
+        finally:
+            pool.close()
+            lane_set.pump()
+            lane_set.skip_rest()
+            lane_set.close()
+        return results + lane_set.results
     finally:
         db.close()
-    results: list[BucketRepro] = []
-    todo = []
-    for b in buckets:
-        if b["key"] in done and not force:
-            r = done[b["key"]]
-            results.append(BucketRepro(b["key"], b["title"], b["count"], "reproduced",
-                                       Path(r["path"]), r["original_length"] or -1,
-                                       r["length"] or -1, note="(earlier run)",
-                                       issue_title=r["title"] or ""))
-        else:
-            todo.append(b)
-    for n, b in enumerate(todo):
-        left = None if total_budget is None else total_budget - (time.monotonic() - start)
-        share = per_bucket
-        if left is not None:
-            if left < MIN_SHARE:
-                results.append(BucketRepro(b["key"], b["title"], b["count"], "skipped (budget)"))
-                continue
-            fair = left / (len(todo) - n) - REPRO_OVERHEAD
-            share = min(per_bucket, max(MIN_SHARE, fair), max(5.0, left - REPRO_OVERHEAD))
-        say_to_stderr(progress)(f"bucket {b['key']} ({n + 1}/{len(todo)}, {share:.0f} s): {b['title'][:80]}")
-        job = {
-            "out": str(out), "key": b["key"], "title": b["title"], "count": b["count"],
-            "target": b["signature"].to_dict(), "example": examples[b["key"]],
-            "seed": stored["seed"], "settings": settings.to_dict(), "versions": versions,
-            "budget": share, "workers": workers or settings.workers,
-            "verify_times": verify_times, "triage": triage, "progress": progress,
-        }
-        res, record = _run_job(job, share)
-        if record is not None:
-            db = ResultsDB(out)
-            try:
-                db.add_repro(record)
-            finally:
-                db.close()
-        results.append(res)
-    return results
 
 
-JOB_SLACK = 300.0  # seconds beyond the bucket's budget before its process is given up on
-
-
-def _run_job(job: dict[str, Any], budget: float) -> tuple[BucketRepro, dict[str, Any] | None]:
-    """Run :func:`bucket_job` in a child process; a death there is one failed bucket."""
-    import json
-    import subprocess
-    import tempfile
-
-    res = BucketRepro(job["key"], job["title"], job["count"], "failed")
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "job.json"
-        path.write_text(json.dumps(job))
-        cmd = [sys.executable, "-m", "fuzzharness.campaign.minimize_buckets", str(path)]
-        try:  # own session, killed with us (Ctrl-C): fuzzharness.core.children
-            p = run_child(cmd, timeout=budget + JOB_SLACK)
-        except subprocess.TimeoutExpired:
-            res.note = f"the minimizing process ran past {budget + JOB_SLACK:.0f} s"
-            return res, None
-        reply = Path(tmp) / "result.json"
-        if p.returncode != 0 or not reply.exists():
-
-            why = signal_name(p.returncode) or f"exit {p.returncode}"
-            res.note = f"the minimizing process died ({why})"
-            return res, None
-        data = json.loads(reply.read_text())
-    r = data["result"]
-    res = BucketRepro(**{**r, "dir": Path(r["dir"]) if r.get("dir") else None})
-    return res, data.get("record")
-
-
-def bucket_job(job: dict[str, Any]) -> tuple[BucketRepro, dict[str, Any] | None]:
-    """Minimize one bucket and write its repro (in a child process; see above)."""
-
-    settings = CampaignSettings.from_dict(job["settings"])
-    target = Signature.from_dict(job["target"])
-    say = say_to_stderr(job["progress"])
-    res = BucketRepro(job["key"], job["title"], job["count"], "failed")
-    try:
-        case, verdict, choices = _example(job["example"], job["seed"], settings)
-        timeout = settings.timeout if target.symptom == Status.TIMEOUT.value else min(settings.timeout, 20.0)
-        m = minimize(case, verdict, target, choices=choices, gen_settings=settings.generation,
-                     budget=job["budget"], workers=job["workers"], timeout=timeout,
-                     memory_mb=settings.memory_mb, progress=say)
-        res.seconds, res.original_length, res.length = m.seconds, m.original_length, m.length
-        res.unit = m.unit
-        if not m.reproduced:
-            res.status, res.note = "did not reproduce at start", m.note
-            return res, None
-        return _write(Path(job["out"]), job["key"], m, settings, job["versions"],
-                      job["verify_times"], job["triage"], res, timeout)
-    except Exception as e:  # noqa: BLE001 - reported as this bucket's failure
-        import traceback
-
-        res.note = f"{type(e).__name__}: {e}"[:300]
-        say("failed: " + traceback.format_exc(limit=-3).strip().splitlines()[-1])
-        return res, None
-
-
-def _example(row: dict[str, Any], seed: int, settings) -> tuple[Case | None, Verdict, list | None]:
-    verdict = Verdict.from_dict(row["verdict"])
-    if row["case"] is not None:
-        return Case.from_dict(row["case"]), verdict, None
-    # no case stored: the failure happened while the schedule was drawn; draw it again
-
-    data = draws.for_case(seed, row["idx"])
-    try:
-        draw_case(data, settings.generation)
-    except Exception:  # noqa: BLE001 - expected: this is the failure
-        pass
-    return None, verdict, draws.recorded_choices(data)
-
-
-def _write(out: Path, key: str, m: MinimizeResult, settings, versions, verify_times: int,
-           triage: bool, res: BucketRepro, timeout: float) -> tuple[BucketRepro, dict[str, Any] | None]:
-
-    d = out / REPROS_DIR / key
-    failing_call = None
-    case, verdict = m.case, m.verdict
-    if case is None and m.choices is not None:  # a failure while drawing the schedule
-
-        try:
-            call = capture(m.choices, settings.generation)
-        except NotReproducible as e:
-            res.status, res.note = "not reproduced", f"no standalone script: {e}"
-            return res, None
-        case = as_case(call, settings.generation, {"minimized_from": f"choices of bucket {key}"},
-                       verdict)
-        failing_call = call.line
-        res.length = len(case.trace[0]) + 1 if case.trace else 1
-    sig = signature(case.to_dict(), verdict) if verdict is not None else None
-    if failing_call is not None:
-        sig = m.signature
-    outcome = write_repro(d, case, verdict, bucket=key, signature=sig, versions=versions,
-                          minimized=m.to_dict() | {"length": res.length}, verify_times=verify_times,
-                          triage=triage, timeout=timeout, failing_call=failing_call,
-                          first_seen=m.target.title())
-    res.dir, res.runs = d, len(outcome.runs)
-    res.issue_title = outcome.title
-    res.status = "reproduced" if outcome.reproduced else "not reproduced"
-    if not outcome.reproduced:
-        res.note = outcome.problem
-    return res, outcome.record
+def _say(enabled: bool):
+    def say(msg: str) -> None:
+        if enabled:
+            print(f"  minimize: {msg}", file=sys.stderr, flush=True)
+    return say
 
 
 def after_campaign(out: str | Path, total_budget: float, *, progress: bool = True) -> str:
-    """Minimize a finished campaign's new buckets in a child process; return its report.
+    """Minimize a finished campaign's new buckets; return the report (for executors that
+    cannot share their workers with the lanes while the campaign runs).  No TVM runs in this
+    process: the lanes and the workers are child processes."""
+    from fuzzharness.minimize.report import format_report
 
-    A child process because drawing candidates runs TVM in the minimizing process: whatever
-    happens there, the campaign's own process and its summary survive.
-    """
-    import subprocess
-
-    cmd = [sys.executable, "-m", "fuzzharness.cli", "minimize", str(out),
-           "--total-budget", f"{total_budget:g}"] + ([] if progress else ["--no-progress"])
     if progress:
         print(f"minimizing new buckets (at most {total_budget:g} s; --no-minimize to skip)",
               file=sys.stderr, flush=True)
-    try:  # a KeyboardInterrupt kills the child and goes on to the caller (the summary says it)
-        p = run_child(cmd, timeout=total_budget + 4 * REPRO_OVERHEAD + 120)
-    except subprocess.TimeoutExpired:
-        return f"minimize: stopped (took far longer than its time cap); run `fuzzharness minimize {out}`"
-    if p.returncode not in (0, 1):
-        return f"minimize: failed (exit {p.returncode}); run `fuzzharness minimize {out}`"
-    return p.stdout.strip()
-
-
-def _job_main(argv: list[str]) -> int:
-    """``python -m fuzzharness.campaign.minimize_buckets JOB.json``: writes result.json beside it."""
-    import json
-
-    die_with_parent()
-    load_plugins()
-    path = Path(argv[0])
-    res, record = bucket_job(json.loads(path.read_text()))
-    result = dataclasses.asdict(res)
-    result["dir"] = str(res.dir) if res.dir else None
-    (path.parent / "result.json").write_text(json.dumps({"result": result, "record": record}))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_job_main(sys.argv[1:]))
+    t0 = time.monotonic()
+    # a KeyboardInterrupt goes on to the caller (the summary says it); the pool's close ends
+    # the workers, and what was verified is stored
+    results = minimize_campaign(out, total_budget=total_budget, progress=progress)
+    return format_report(results, total_budget=total_budget, seconds=time.monotonic() - t0)

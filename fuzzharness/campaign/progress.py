@@ -75,3 +75,4 @@ class Progress:
         if self.enabled and self.tty and self._line:
             self.stream.write("\n")
             self.stream.flush()
+        self._line = ""  # closing twice ends the line once

@@ -29,9 +29,16 @@ _KIND_METHODS = {"RFactor": "rfactor", "ReIndex": "reindex", "UnsafeSetDType": "
 
 def trace_primitives(trace: Any) -> tuple[str, ...]:
     """Sorted primitive names applied by a stored trace (TVM ``Trace.as_json()`` data)."""
+    return tuple(sorted(set(primitive_sequence(trace))))
+
+
+def primitive_sequence(trace: Any) -> tuple[str, ...]:
+    """The primitives a stored trace applies, in trace order (lookups and samplers left out;
+    an annotation named by what it spells, consecutive repeats of one annotation kept once:
+    ``pragma_auto_unroll_max_step`` + ``pragma_unroll_explicit`` is one ``unroll``)."""
     if not trace or not isinstance(trace, list | tuple) or not trace[0]:
         return ()
-    names: set[str] = set()
+    names: list[str] = []
     for inst in trace[0]:
         if not isinstance(inst, list | tuple) or not inst or not isinstance(inst[0], str):
             continue
@@ -40,10 +47,13 @@ def trace_primitives(trace: Any) -> tuple[str, ...]:
             continue
         if kind == "Annotate":
             attrs = inst[2] if len(inst) > 2 and isinstance(inst[2], list | tuple) else []
-            names.add(ANNOTATION_PRIMITIVES.get(str(attrs[0]) if attrs else "", "annotate"))
+            name = ANNOTATION_PRIMITIVES.get(str(attrs[0]) if attrs else "", "annotate")
+            if name != "annotate" and names and names[-1] == name:
+                continue
         else:
-            names.add(_KIND_METHODS.get(kind) or _CAMEL.sub("_", kind).lower())
-    return tuple(sorted(names))
+            name = _KIND_METHODS.get(kind) or _CAMEL.sub("_", kind).lower()
+        names.append(name)
+    return tuple(names)
 
 
 def trace_shape_problem(trace: Any, where: str = "schedule.trace") -> str | None:

@@ -25,6 +25,13 @@ Contract every implementation keeps (``tests/test_engine_crashes.py`` checks the
 * results carry ``case`` — the case JSON the worker reported *before* running it, so a task
   that killed its worker still has its case recorded.
 
+Executors that set :attr:`Executor.supports_idle` also accept :data:`IDLE` from the task
+iterable — "no task now, ask again later": the worker stays idle, the iterable is asked again
+on the next turn (at the latest after half a second, at once when ``wakeup_fd`` — a pipe the
+caller writes a byte to when it has a task — becomes readable).  The campaign uses this to
+share its workers with the minimization of new buckets
+(:mod:`fuzzharness.campaign.lanes`).
+
 Implementations are registered by name — the built-in ones by dotted name
 (:data:`executors`, imported when made: Ray only when the "ray" executor is used), a
 plugin's with ``executors.add(name, factory)``; the campaign picks one by the ``executor``
@@ -44,6 +51,8 @@ from fuzzharness.core.registry import Registry
 from fuzzharness.core.verdict import Verdict
 
 Task = dict[str, Any]
+#: yielded by a task iterable: no task now, ask again later (see the module docstring)
+IDLE: Any = type("Idle", (), {"__repr__": lambda self: "IDLE"})()
 
 
 @dataclasses.dataclass
@@ -72,6 +81,8 @@ class Executor(abc.ABC):
     restarts: int = 0
     #: worker processes replaced because they retired themselves (memory high-water mark)
     recycled: int = 0
+    #: the task iterable may yield :data:`IDLE`, and ``run`` takes ``wakeup_fd``
+    supports_idle: bool = False
 
     @abc.abstractmethod
     def run(

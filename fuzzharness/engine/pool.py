@@ -40,6 +40,7 @@ from fuzzharness.core.errors import UsageError
 from fuzzharness.core.verdict import Stage, Verdict
 from fuzzharness.engine import protocol, worker_deaths
 from fuzzharness.engine.executor import (
+    IDLE,
     Executor,
     ExecutorConfig,
     Task,
@@ -78,6 +79,8 @@ class _Worker:
 
 
 class WorkerPool(Executor):
+    supports_idle = True
+
     def __init__(
         self,
         workers: int,
@@ -176,14 +179,26 @@ class WorkerPool(Executor):
         *,
         should_stop: Callable[[], bool] = lambda: False,
         abandon_at: float | None = None,
+        wakeup_fd: int | None = None,
     ) -> Iterator[TaskResult]:
         """Run ``tasks`` (dicts with a unique ``task`` key); yield results as they finish.
 
-        See :class:`fuzzharness.engine.executor.Executor` for the contract.
+        See :class:`fuzzharness.engine.executor.Executor` for the contract (and for
+        :data:`~fuzzharness.engine.executor.IDLE` and ``wakeup_fd``).
         """
         source = iter(tasks)
-        exhausted = False
         self.start()
+        if wakeup_fd is not None:
+            self._sel.register(wakeup_fd, selectors.EVENT_READ, None)
+        try:
+            yield from self._loop(source, should_stop, abandon_at)
+        finally:
+            if wakeup_fd is not None and self._sel.get_map() is not None:
+                self._sel.unregister(wakeup_fd)
+
+    def _loop(self, source: Iterator[Task], should_stop: Callable[[], bool],
+              abandon_at: float | None) -> Iterator[TaskResult]:
+        exhausted = False
 
         def feed() -> None:
             """Hand a task to every idle worker."""
@@ -198,6 +213,8 @@ class WorkerPool(Executor):
                     task = next(source, None)
                     if task is None:
                         exhausted = True
+                        return
+                    if task is IDLE:  # nothing now: ask again on the next turn
                         return
                     self._assign(w, task)
 
@@ -219,6 +236,9 @@ class WorkerPool(Executor):
             wait = max(0.0, min(deadlines) - now) if deadlines else 0.5
             for key, _ in self._sel.select(timeout=min(wait, 0.5)):
                 w = key.data
+                if w is None:  # the wake-up pipe: a task may be ready
+                    _drain(key.fd)
+                    continue
                 if self._workers.get(w.slot) is not w:
                     continue  # replaced while handling an earlier event of this batch
                 result = self._read(w)
@@ -329,6 +349,14 @@ class WorkerPool(Executor):
         return TaskResult(task, case, verdict, w.slot, elapsed)
 
 
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 4096):
+            pass
+    except (BlockingIOError, OSError):
+        pass
 
 
 def _tail(path: Path, limit: int = 4000) -> str:

@@ -48,7 +48,7 @@ def _take_protocol_fd() -> int:
     return out
 
 
-def _die_with_parent(parent_pid: int) -> None:
+def die_with_parent(parent_pid: int) -> None:
     if sys.platform.startswith("linux"):
         try:
             import ctypes
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     proto_out = _take_protocol_fd()
-    _die_with_parent(args.parent_pid)
+    die_with_parent(args.parent_pid)
     import faulthandler
 
     faulthandler.enable(file=sys.stderr)

@@ -5,12 +5,13 @@ Order (each phase stops at the deadline; the best case so far is always kept):
 1. confirm — the original case is run again (in a worker, up to :data:`CONFIRM_TRIES` times)
    and must still be interesting; a failure that does not reproduce is reported as such,
    never minimized into a repro;
-2. ``hypothesis`` — when the case carries its generator choice sequence and the generation
-   settings regenerate it exactly, Hypothesis' shrinker shrinks the choices
+2. ``hypothesis`` — for a failure raised while its schedule was drawn (no case, only the
+   generator's choice sequence; cases themselves skip it, see :data:`HYPOTHESIS_WITH_A_CASE`),
+   when the generation settings regenerate it exactly, Hypothesis' shrinker shrinks the choices
    (:mod:`fuzzharness.minimize.hypothesis_shrink`; at most :data:`HYPOTHESIS_SHARE` of the
    budget, because it runs one candidate at a time);
-3. the case passes of :mod:`fuzzharness.minimize.passes` — trace ddmin, decisions and
-   factors, workload parameters, inputs, compiler options — repeated until a whole round
+3. the case passes of :mod:`fuzzharness.minimize.passes` — compiler options, trace ddmin,
+   decisions and factors, workload parameters, inputs — repeated until a whole round
    changes nothing.  Their candidates run in batches, one per worker.  The schedule pass and
    the first simplifications are the case kind's (:class:`fuzzharness.core.kinds.CaseKind`):
    for a TIR case ddmin over its trace and the sampling decisions; for a Relax graph case
@@ -41,6 +42,13 @@ from fuzzharness.minimize.evaluator import Evaluator
 from fuzzharness.minimize.predicate import SameBug
 
 HYPOTHESIS_SHARE = 0.5  # of the budget, at most
+#: Shrink the choice sequence of a failure that has a stored case too?  Measured on four
+#: class-0 buckets of a default campaign (2 workers, loaded 2-core machine): the phase took
+#: its whole 30 s share each time, one candidate at a time, and left the case unchanged in
+#: two of them; the trace ddmin (candidates in parallel) and the params pass then did the
+#: shrinking.  So only a failure *without* a case (raised while its schedule was drawn) goes
+#: through Hypothesis, where it is the only way to shrink it.
+HYPOTHESIS_WITH_A_CASE = False
 CONFIRM_TRIES = 3  # runs of the original before a failure counts as not reproducing
 Say = Callable[[str], None]  # one progress line
 
@@ -98,11 +106,14 @@ def minimize(case: Case | None, verdict: Verdict | None, target: Signature, *,
              choices: Sequence[Any] | None = None, gen_settings=None,
              budget: float = DEFAULT_BUDGET, workers: int = 2, timeout: float = 20.0,
              memory_mb: int = 4096, progress: Say | None = None,
-             strict: bool = False) -> MinimizeResult:
+             strict: bool = False, pool=None) -> MinimizeResult:
     """Minimize ``case`` (or, when it is None, the choice sequence ``choices``) for ``target``.
 
     ``gen_settings`` (:class:`fuzzharness.generators.cases.GenSettings`) enables the Hypothesis phase.
     ``timeout`` is per candidate; a hang bucket needs the campaign's timeout here.
+    ``pool``: where candidates run (an executor's ``run``; default: a private
+    :class:`~fuzzharness.engine.pool.WorkerPool` of ``workers`` processes) — a minimization
+    lane passes the campaign's shared workers (:class:`fuzzharness.campaign.lane.RemotePool`).
     """
     start = time.monotonic()
     deadline = start + budget
@@ -110,7 +121,7 @@ def minimize(case: Case | None, verdict: Verdict | None, target: Signature, *,
     predicate = SameBug(target, strict=strict)
     result = MinimizeResult(target, case, verdict, case, verdict, None, False, 0.0, 0)
     with Evaluator(predicate, workers=workers, timeout=timeout, memory_mb=memory_mb,
-                   deadline=deadline) as ev:
+                   deadline=deadline, pool=pool) as ev:
         if case is not None:
             say(f"confirming the original ({passes.size(case)} {passes.size_unit(case)})")
             tries = [ev.verdicts([case])[0]]
@@ -127,6 +138,8 @@ def minimize(case: Case | None, verdict: Verdict | None, target: Signature, *,
                                      f"{len(tries)}")
             result.reproduced, result.verdict = True, v
         seq = list(choices if choices is not None else (case.origin.get("choices") if case else None) or [])
+        if case is not None and not HYPOTHESIS_WITH_A_CASE:
+            seq = []  # the case passes do better (see HYPOTHESIS_WITH_A_CASE)
         if seq and gen_settings is not None:
             case = _hypothesis_phase(result, case, seq, gen_settings, ev, predicate,
                                      min(deadline, start + HYPOTHESIS_SHARE * budget), say)
@@ -199,13 +212,18 @@ def _case_passes(result: MinimizeResult, case: Case, ev: Evaluator, say: Say) ->
     kind = kind_of(case)
     case_passes = kind.simplifications() + [
         ("params", passes.propose_params),
-        ("inputs", passes.propose_inputs),
-        ("options", passes.propose_options)]
+        ("inputs", passes.propose_inputs)]
     seen: set[str] = set()
     rounds = 0
     while not stop():
         rounds += 1
         before = case.id
+        # the compiler options first: one candidate drops them all, and a bucket whose time
+        # runs out in the trace ddmin must not keep options the bug does not need
+        new = passes.greedy(case, passes.propose_options, first, stop, seen)
+        if new.id != case.id:
+            say(f"options: simplified ({ev.runs} runs, {ev.time_left():.0f} s left)")
+        case = new
         n0 = passes.size(case)
         case = kind.minimize_schedule(case, first, stop, result.target.stage)
         say(f"trace: {n0} → {passes.size(case)} {passes.size_unit(case)} "

@@ -16,7 +16,8 @@ input specs and dtype labels, never a hard-coded list — and never makes a case
                toward ``float32``; validity is checked by building and running the candidate
 ``inputs``     all-ones inputs with the exact-integer oracle (bitwise equality), then tiny
                integers (|x| ≤ 4), then small integers, then ones with the error-bound oracle, then seed 0
-``options``    target without ``mcpu``/``mattr``; PassContext config empty, then key by key
+``options``    every compiler option at once, then one by one: ``mcpu``, ``mattr``, each
+               PassContext entry, each key of a dict-valued entry (``tirx.UnrollLoop``)
 
 A case edited here keeps ``origin`` as provenance plus ``minimized_from``; the generator's
 ``choices``/``steps`` are dropped once they no longer describe the case.
@@ -235,16 +236,33 @@ def propose_inputs(case: Case) -> list[Case]:
 
 # -- compiler options -------------------------------------------------------------------------------
 def propose_options(case: Case) -> list[Case]:
+    """Every compiler option the bug may not need, dropped: all of them at once first (the
+    common case, one candidate), then each target attribute (``mcpu``, ``mattr``) and each
+    PassContext entry alone, then each key of a dict-valued entry (``tirx.UnrollLoop``'s
+    ``explicit_unroll``, say) alone.  ``greedy`` repeats this until none can go, so whatever
+    survives is needed by the bug, one option at a time."""
+    target_opts = [k for k in OPTION_TARGET_KEYS if k in case.target]
+    base_target = {k: v for k, v in case.target.items() if k not in OPTION_TARGET_KEYS}
     out = []
-    if any(k in case.target for k in OPTION_TARGET_KEYS):
-        out.append(edited(case, target={k: v for k, v in case.target.items()
-                                        if k not in OPTION_TARGET_KEYS}))
+    if target_opts and case.pass_config:
+        out.append(edited(case, target=base_target, pass_config={}))
+    if target_opts:
+        out.append(edited(case, target=base_target))
+        if len(target_opts) > 1:
+            for key in target_opts:
+                out.append(edited(case, target={k: v for k, v in case.target.items() if k != key}))
     if case.pass_config:
         out.append(edited(case, pass_config={}))
         if len(case.pass_config) > 1:
             for key in sorted(case.pass_config):
                 out.append(edited(case, pass_config={k: v for k, v in case.pass_config.items()
                                                      if k != key}))
+        for key in sorted(case.pass_config):
+            value = case.pass_config[key]
+            if isinstance(value, dict) and len(value) > 1:
+                for sub in sorted(value):
+                    smaller = {k: v for k, v in value.items() if k != sub}
+                    out.append(edited(case, pass_config=dict(case.pass_config, **{key: smaller})))
     return out
 
 

@@ -9,9 +9,11 @@ A candidate is interesting when its verdict is a TVM finding and its bucket sign
 * a failure **without text** (wrong answer, nan/inf, a bare signal or hang) is keyed by
   symptom, kind, stage, workload, dtype, primitives and facts.  The primitives of the first
   case include bystanders — exactly what minimization removes — and the dtype is one of the
-  things minimization simplifies, so here a candidate counts when symptom, kind, stage,
-  workload and facts are equal and its primitives are a *subset* of the target's (any
-  dtype of the workload).  The minimized case then lands in a bucket whose primitive set is
+  things minimization simplifies, so here a candidate counts when the symptom *class*, kind,
+  stage, workload and facts are equal and its primitives are a *subset* of the target's (any
+  dtype of the workload).  The symptom class folds ``nan_inf`` into ``wrong_result``
+  (:func:`fuzzharness.buckets.root_causes.symptom_class`): a kernel that reads unwritten
+  memory shows nan or garbage depending on what the memory held, one bug either way.  The minimized case then lands in a bucket whose primitive set is
   the bug's smallest known trigger; the repro records both keys.  With ``strict=True`` the
   key must be equal in this case too.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from fuzzharness.buckets.root_causes import symptom_class
 from fuzzharness.buckets.signatures import Signature, signature
 from fuzzharness.core.verdict import Verdict
 
@@ -45,6 +48,17 @@ class SameBug:
             return True
         if self.strict or t.has_text or sig.has_text:
             return False
-        same = ("symptom", "kind", "stage", "workload", "facts")
-        return (all(getattr(sig, f) == getattr(t, f) for f in same)
+        same = ("kind", "workload", "facts")
+        return (symptom_class(sig) == symptom_class(t)
+                and all(getattr(sig, f) == getattr(t, f) for f in same)
+                and (sig.stage == t.stage or _heap_stages(sig, t))
                 and set(sig.primitives) <= set(t.primitives))
+
+
+def _heap_stages(a: Signature, b: Signature) -> bool:
+    """A kernel that corrupts the heap is caught by glibc at the next allocation — while it
+    runs, while its output is judged, or while the baseline is built: for an abort after the
+    kernel ran, those stages are one."""
+    after_run = ("run", "verify", "baseline")
+    return (a.symptom == b.symptom == "crash" and a.kind == b.kind == "SIGABRT"
+            and a.stage in after_run and b.stage in after_run)

@@ -24,6 +24,7 @@ class BucketRepro:
     note: str = ""
     issue_title: str = ""
     unit: str = "trace instructions"  # what original_length / length count
+    root_cause: str = ""  # key of the minimized case's root cause (fuzzharness.buckets.root_causes)
 
     @property
     def reproduced(self) -> bool:
@@ -48,17 +49,26 @@ def say_to_stderr(enabled: bool) -> Callable[[str], None]:
 
 
 def format_report(results: list[BucketRepro], *, total_budget: float | None = None,
-                  seconds: float | None = None) -> str:
+                  seconds: float | None = None, live: bool = False) -> str:
+    """The minimization's lines for the terminal: a head line (buckets, minimized, verified,
+    root causes), one entry per bucket in the order they were done, skipped ones last.
+
+    ``live``: the buckets were minimized while the campaign ran (``total_budget`` is then the
+    time allowed after its cases)."""
     if not results:
         return "minimize: no new failure buckets"
     ok = sum(r.reproduced for r in results)
     tried = sum(r.status != "skipped (budget)" for r in results)
+    causes = {r.root_cause for r in results if r.reproduced and r.root_cause}
     head = (f"minimize: {len(results)} bucket{'s' if len(results) != 1 else ''}, {tried} "
             f"minimized, {ok} verified repro{'s' if ok != 1 else ''}")
+    if causes:
+        head += f" → {len(causes)} root cause{'s' if len(causes) != 1 else ''}"
     if seconds is not None:
         head += f" in {seconds:.0f} s"
     if total_budget is not None:
-        head += f" (time cap {total_budget:g} s; --minimize-budget)"
+        head += (f" (during the campaign, then time cap {total_budget:g} s; --minimize-budget)"
+                 if live else f" (time cap {total_budget:g} s; --minimize-budget)")
     lines = [head]
     lines += [r.line() for r in results]
     skipped = [r for r in results if r.status == "skipped (budget)"]

@@ -8,7 +8,15 @@ Layout (one directory per entry; this format is read by the pytest plugin — ke
     corpus/<name>/meta.json    {"format": 1, "name", "title", "bucket", "signature",
                                 "expected": "reproduces" | "fixed", "upstream": URL or "",
                                 "known_bug": id or null, "date": "YYYY-MM-DD",
-                                "tvm", "tvm_ffi", "harness"}
+                                "tvm", "tvm_ffi", "harness"
+                                [, "culprit": the root cause's culprit pass or "schedule"]
+                                [, "found_as": the campaign bucket it was minimized from]}
+    corpus/<name>/snippet.py   (optional) the issue's short compile-run-assert snippet
+    corpus/<name>/finding.json (optional) the repro's metadata as written by the minimizer
+
+Every entry is a known bug to the campaigns (:func:`fuzzharness.buckets.known_bugs.corpus_bugs`),
+and issue.md, repro.py and meta.json name the same bucket and title (:func:`inconsistencies`;
+``corpus refresh`` aligns them).
 
 A case written for a failure raised while a schedule was *drawn* holds the trace before the
 failing call; its ``origin`` has ``failing_call`` (the ``sch.<primitive>(...)`` line) and
@@ -43,6 +51,7 @@ from fuzzharness.repro.verify import run_script
 
 FORMAT = 1
 FILES = ("case.json", "repro.py", "issue.md", "meta.json")
+OPTIONAL_FILES = ("snippet.py", "finding.json")  # the issue's snippet, the repro's metadata
 EXPECTED = {"reproduces": 1, "fixed": 0}  # expected status → the script's exit status
 NAME = re.compile(r"[a-z0-9][a-z0-9-]*\Z")
 META_KEYS = {"format", "name", "title", "bucket", "signature", "expected", "upstream",
@@ -169,8 +178,9 @@ def add(repro_dir: str | Path, corpus: str | Path, name: str, *, upstream: str =
     if dest.exists():
         raise CorpusError(f"{dest} already exists")
     dest.mkdir(parents=True)
-    for f in ("case.json", "repro.py", "issue.md"):
-        shutil.copyfile(src / f, dest / f)
+    for f in ("case.json", "repro.py", "issue.md", *OPTIONAL_FILES):
+        if (src / f).is_file():
+            shutil.copyfile(src / f, dest / f)
     v = versions()
     meta = {
         "format": FORMAT, "name": name,
@@ -180,8 +190,22 @@ def add(repro_dir: str | Path, corpus: str | Path, name: str, *, upstream: str =
         "date": datetime.date.today().isoformat(),
         "tvm": v["tvm"], "tvm_ffi": v["tvm_ffi"], "harness": v["harness"],
     }
+    finding = _finding(src)
+    if finding.get("culprit"):  # the trigger's culprit pass, for known-bug matching
+        meta["culprit"] = finding["culprit"]
+    if finding.get("found_as") and finding["found_as"] != sig.key:
+        meta["found_as"] = finding["found_as"]
     (dest / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
-    return validate(dest)
+    entry = validate(dest)
+    align_headers(entry)
+    return entry
+
+
+def _finding(src: Path) -> dict[str, Any]:
+    try:
+        return json.loads((src / "finding.json").read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 def current_signature(entry: Entry) -> Any:
@@ -193,13 +217,64 @@ def current_signature(entry: Entry) -> Any:
 
 
 def refresh(entry: Entry) -> tuple[str, str]:
-    """Rewrite the entry's signature and bucket key with today's; ``(old key, new key)``."""
+    """Rewrite the entry's signature and bucket key with today's, and make issue.md and
+    repro.py name them (:func:`inconsistencies`); ``(old key, new key)``."""
     sig = current_signature(entry)
     old = entry.meta["bucket"]
     if sig.key != old:
         meta = dict(entry.meta, bucket=sig.key, signature=sig.to_dict())
         (entry.dir / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+        entry = Entry(entry.dir, meta, entry.case)
+    align_headers(entry)
     return old, sig.key
+
+
+_BUCKET_NOTE = re.compile(r"bucket ([0-9a-f]{16})(?:, found as bucket [0-9a-f]{16})?")
+
+
+def inconsistencies(entry: Entry) -> list[str]:
+    """Where issue.md or repro.py disagree with meta.json: the bucket named in issue.md's
+    first line, the title of issue.md and the first line of repro.py's docstring."""
+    out = []
+    meta = entry.meta
+    issue = (entry.dir / "issue.md").read_text().splitlines()
+    script = (entry.dir / "repro.py").read_text().splitlines()
+    m = _BUCKET_NOTE.search(issue[0]) if issue else None
+    if m is None or m.group(1) != meta["bucket"]:
+        out.append(f"issue.md names bucket {m.group(1) if m else None}, meta.json {meta['bucket']}")
+    heading = next((ln[2:].strip() for ln in issue if ln.startswith("# ")), "")
+    if heading != meta["title"]:
+        out.append(f"issue.md is titled {heading!r}, meta.json {meta['title']!r}")
+    doc = next((ln[3:].strip() for ln in script if ln.startswith('"""')), "")
+    if doc != meta["title"]:
+        out.append(f"repro.py is titled {doc!r}, meta.json {meta['title']!r}")
+    named = next((ln.split()[1].rstrip(",") for ln in script if ln.startswith("Bucket ")), None)
+    if named is not None and named != meta["bucket"]:
+        out.append(f"repro.py names bucket {named}, meta.json {meta['bucket']}")
+    return out
+
+
+def align_headers(entry: Entry) -> None:
+    """Make issue.md's first line name meta.json's bucket (and the bucket it was found as,
+    when they differ), and repro.py's docstring carry meta.json's title.  The script's
+    behaviour is untouched (its first docstring line changes at most)."""
+    meta = entry.meta
+    issue_path, script_path = entry.dir / "issue.md", entry.dir / "repro.py"
+    issue = issue_path.read_text().split("\n")
+    if issue and (m := _BUCKET_NOTE.search(issue[0])) and m.group(1) != meta["bucket"]:
+        issue[0] = issue[0][:m.start()] + f"bucket {meta['bucket']}, found as bucket {m.group(1)}" \
+            + issue[0][m.end():]
+        issue_path.write_text("\n".join(issue))
+    script = script_path.read_text().split("\n")
+    before = list(script)
+    i = next((i for i, ln in enumerate(script) if ln.startswith('"""')), None)
+    if i is not None and script[i][3:].strip() != meta["title"]:
+        script[i] = '"""' + meta["title"]
+    j = next((j for j, ln in enumerate(script) if ln.startswith("Bucket ")), None)
+    if j is not None and (named := script[j].split()[1].rstrip(",")) != meta["bucket"]:
+        script[j] = f"Bucket  {meta['bucket']}, found as bucket {named}"
+    if script != before:
+        script_path.write_text("\n".join(script))
 
 
 def _signature_of(src: Path, case) -> Any:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import platform
 from typing import Any
 
+from fuzzharness.buckets.root_causes import SCHEDULE_CULPRIT
 from fuzzharness.buckets.signatures import Signature, salient_line
 from fuzzharness.core.case import Case
 from fuzzharness.core.kinds import kind_of
@@ -44,26 +45,76 @@ def short_message(message: str, limit: int = 100) -> str:
 
 
 def title(case: Case, verdict: Verdict, failing_call: str | None = None,
-          raised_in: str | None = None) -> str:
+          raised_in: str | None = None, culprit: str = "") -> str:
+    """The issue title: what goes wrong, the culprit — the lowering pass (``culprit``, found by
+    the pass probe) or the schedule primitives — and whether TVM should have refused the
+    schedule.
+
+    * a wrong output whose culprit is a lowering pass: the schedule was legal (the scheduled
+      program is right; disabling that pass makes the output right) — "TVM accepts this
+      schedule without a ScheduleError and then computes a wrong result";
+    * a wrong output that no single disabled pass makes right: the scheduled program itself is
+      wrong, so the primitives either applied to a case they do not support — "should raise a
+      ScheduleError" — or transformed it incorrectly;
+    * not probed: what went wrong after which calls, and (for a schedule) the first sentence."""
     kind = kind_of(case)
     tag = kind.tag
-    prims = ", ".join(primitives(case)) or kind.no_schedule
+    calls = kind.culprit_calls(case) if hasattr(kind, "culprit_calls") else []
+    prims = " + ".join(calls) or ", ".join(primitives(case)) or kind.no_schedule
     if failing_call:
-        prims = failing_call.split("(", 1)[0].replace("sch.", "")
+        prims = failing_call.split("(", 1)[0]
     where = kind.describe(case)
     status = verdict.status.value
-    if status == "wrong_result":
-        return f"[Bug] {tag} Wrong result after {prims}: {where}"
-    if status == "nan_inf":
-        return f"[Bug] {tag} nan/inf in the output after {prims}: {where}"
+    if status in ("wrong_result", "nan_inf"):
+        what = "a wrong result" if status == "wrong_result" else "nan/inf"
+        if culprit == SCHEDULE_CULPRIT:
+            return (f"[Bug] {tag}[Schedule] {prims} is accepted and the scheduled program computes "
+                    f"{what}: it should raise a ScheduleError ({where})")
+        if culprit:
+            return (f"[Bug] {tag} {_short_pass(culprit)} miscompiles {where} after {prims}: TVM "
+                    f"accepts this schedule without a ScheduleError and then computes {what}")
+        head = f"[Bug] {tag} {'Wrong result' if status == 'wrong_result' else 'nan/inf'} after {prims}: {where}"
+        if calls:  # a schedule TVM took: say so (a graph's own pipeline has none to accept)
+            head += f" — TVM accepts this schedule without a ScheduleError and then computes {what}"
+        return head
     if status == "order_preserving_divergence":
         return f"[Bug] {tag} {prims} changes the bits of an order-preserving schedule: {where}"
     if status == "crash":
         sig = verdict.details.get("signal") or verdict.details.get("kind") or "crash"
+        oob = out_of_bounds(verdict)
+        if verdict.stage.value in ("run", "verify"):
+            return (f"[Bug] {tag} {sig} in the kernel generated after {prims}"
+                    + (f": {oob}" if oob else "") + f" ({where})")
         return f"[Bug] {tag} {sig} in {verdict.stage.value} after {prims}: {where}"
     if status == "timeout":
         return f"[Bug] {tag} {verdict.stage.value} does not finish after {prims}: {where}"
+    if status == "reference_mismatch":
+        head = f"[Bug] {tag} The unscheduled program computes a wrong result"
+        return head + (f" after {_short_pass(culprit)}" if culprit and culprit != SCHEDULE_CULPRIT
+                       else "") + f": {where}"
     return kind.error_title(verdict, prims, where, short_message(verdict.message), raised_in)
+
+
+def _short_pass(name: str) -> str:
+    return name.rsplit(".", 1)[-1]
+
+
+def out_of_bounds(verdict: Verdict) -> str:
+    """``"writes out of bounds of buffer B at element 12"`` from a verdict's details, when the
+    run's guard zones (or TVM's bound checks) said so; ``""`` otherwise."""
+    d = verdict.details or {}
+    oob = d.get("out_of_bounds") or (d if d.get("kind") == "out_of_bounds" else None)
+    if not isinstance(oob, dict):
+        return ""
+    buf = oob.get("buffer") or oob.get("name")
+    where = oob.get("offset", oob.get("index"))
+    access = oob.get("access") or "accesses"
+    if not buf:
+        return ""
+    text = f"{access} out of bounds of buffer {buf}"
+    if where is not None:
+        text += f" at {'element' if 'index' in oob else 'offset'} {where}"
+    return text
 
 
 def _expected_text(case: Case, verdict: Verdict, exact: bool) -> str:
@@ -104,14 +155,18 @@ def issue_markdown(*, case: Case, verdict: Verdict, bucket: str, signature: Sign
                    script_text: str, script_output: str, schedule_lines: list[str],
                    versions: dict[str, str], triage: Any, date: str,
                    minimized: dict[str, Any] | None = None, runs: int = 1,
-                   failing_call: str | None = None, issue_title: str | None = None) -> str:
+                   failing_call: str | None = None, issue_title: str | None = None,
+                   snippet: str | None = None, root_cause: Any = None) -> str:
     exact = case.oracle.get("mode") == "exact"
     head = issue_title or title(case, verdict, failing_call)
     prims = primitives(case)
     if failing_call:
         prims.append(failing_call.split("(", 1)[0].replace("sch.", ""))
+    key = signature.key if signature is not None else bucket
+    found = f", found as bucket {bucket}" if bucket != key else ""
+    cause = f"; root cause {root_cause.key}" if root_cause is not None else ""
     out = [
-        f"<!-- tvm-fuzzharness {versions.get('harness')}, {date}; bucket {bucket}; "
+        f"<!-- tvm-fuzzharness {versions.get('harness')}, {date}; bucket {key}{found}{cause}; "
         f"repro verified: reproduced {runs}/{runs} runs in fresh processes -->",
         f"# {head}",
         "",
@@ -133,12 +188,20 @@ def issue_markdown(*, case: Case, verdict: Verdict, bucket: str, signature: Sign
         "",
         "### Steps to reproduce",
         "",
-        "Save the script below as `repro.py` and run `python repro.py` (it needs only tvm and "
-        "numpy).  It exits with status 1 while the bug reproduces and 0 once it is fixed.",
-        "",
-        "The program and the schedule it applies:",
-        "",
-        _fence(kind_of(case).program_excerpt(script_text, schedule_lines, failing_call), "python"),
+    ]
+    if snippet:
+        out += ["Compile, run and compare (this snippet was run in a fresh process: it fails "
+                "as shown above):", "", _fence(snippet, "python"), "",
+                "The complete repro script below checks the same thing against the error model, "
+                "in a child process; run `python repro.py` (tvm and numpy only): it exits with "
+                "status 1 while the bug reproduces and 0 once it is fixed."]
+    else:
+        out += ["Save the script below as `repro.py` and run `python repro.py` (it needs only tvm "
+                "and numpy).  It exits with status 1 while the bug reproduces and 0 once it is "
+                "fixed.", "", "The program and the schedule it applies:", "",
+                _fence(kind_of(case).program_excerpt(script_text, schedule_lines, failing_call),
+                       "python")]
+    out += [
         "",
         f"<details><summary>repro.py ({len(script_text.splitlines())} lines)</summary>",
         "",
@@ -165,6 +228,11 @@ def issue_markdown(*, case: Case, verdict: Verdict, bucket: str, signature: Sign
                    f"{minimized.get('original_length')} → {minimized.get('length')} "
                    f"in {minimized.get('seconds')} s); bucket signature: "
                    f"{signature.title() if signature else bucket}")
+    if root_cause is not None:
+        out.append(f"- root cause (what the minimized case keeps): {root_cause.title()}")
+    oob = out_of_bounds(verdict)
+    if oob:
+        out.append(f"- memory: the kernel {oob}")
     if triage is not None and triage.scheduled_tir:
         out += ["", "<details><summary>Scheduled TIR (before lowering)</summary>", "",
                 _fence(triage.scheduled_tir, "python"), "", "</details>"]

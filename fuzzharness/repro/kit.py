@@ -23,6 +23,7 @@ from typing import Any
 from fuzzharness.buckets.signatures import salient_line
 from fuzzharness.core.tvm_support import replay_trace, structural_equal
 from fuzzharness.core.verdict import Status, Verdict
+from fuzzharness.repro.trace_python import python_lines
 
 REPRODUCES, FIXED, OTHER = 1, 0, 2
 DEFAULT_CHILD_TIMEOUT = 300  # seconds; a hang bucket uses the harness's own timeout
@@ -30,6 +31,8 @@ DEFAULT_CHILD_TIMEOUT = 300  # seconds; a hang bucket uses the harness's own tim
 SCRIPT_STAGES = {"lower": "compile", "codegen": "compile", "build": "build", "run": "run",
                  "schedule": "schedule", "verify": "run"}
 _VARIABLE = re.compile(r"0x[0-9a-fA-F]+|\d+")
+#: signals by which a process that corrupted its memory dies
+MEMORY_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGABRT")
 
 
 class NotReproducible(Exception):
@@ -42,6 +45,8 @@ class Script:
     expect: dict[str, Any]
     notes: list[str]  # what the script embeds rather than computes, and why
     schedule_lines: list[str]  # the sch.<primitive>(...) calls (for the issue text)
+    snippet: str | None = None  # the issue's short compile-run-assert snippet, if it has one
+    snippet_expect: dict[str, Any] = dataclasses.field(default_factory=dict)  # how it fails
 
 
 def py_literal(obj: Any) -> str:
@@ -78,6 +83,12 @@ def expectation_of(verdict: Verdict, timeout: float | None = None) -> dict[str, 
     elif verdict.status is Status.CRASH and d.get("kind") == "signal":
         exp["signal"] = d.get("signal")
         exp["summary"] = f"the process killed by {d.get('signal')} in stage {verdict.stage.value}"
+        if d.get("signal") in MEMORY_SIGNALS and verdict.stage.value in ("run", "verify"):
+            # a kernel that corrupts memory dies by whichever check notices first: the MMU
+            # (SIGSEGV, SIGBUS) or glibc's heap checks (SIGABRT) — one bug, any of them
+            exp["signals"] = list(MEMORY_SIGNALS)
+            exp["summary"] += " (or another memory-corruption signal: " + \
+                ", ".join(s for s in MEMORY_SIGNALS if s != d.get("signal")) + ")"
     elif verdict.status is Status.TIMEOUT:
         exp["summary"] = f"no result within {timeout or 0:g} s (stage {verdict.stage.value})"
     elif verdict.message:
@@ -93,22 +104,23 @@ def expectation_of(verdict: Verdict, timeout: float | None = None) -> dict[str, 
 
 def schedule_calls(func, trace: Any) -> tuple[list[str] | None, str]:
     """The schedule of ``trace`` on ``func`` as ``sch.<primitive>(...)`` lines (TVM's
-    ``Trace.as_python``), checked to rebuild a structurally equal module; ``(None, why)``
-    when they do not (the caller then embeds the trace JSON)."""
+    ``Trace.as_python``, with our printer for the instructions TVM cannot print:
+    :mod:`fuzzharness.repro.trace_python`), checked to rebuild a structurally equal module;
+    ``(None, why)`` when they do not (the caller then embeds the trace JSON)."""
     import tvm
     from tvm import s_tir
 
 
     sch = replay_trace(func, trace)
     try:
-        lines = [str(ln) for ln in sch.trace.as_python()]
+        lines = python_lines(sch.trace)
         check = s_tir.Schedule(func)
         exec("\n".join(lines), {"sch": check, "T": tvm.script.tirx, "tvm": tvm})  # noqa: S102
         if structural_equal(check.mod, sch.mod):
             return lines, ""
         return None, "its Python form builds a different module"
     except Exception as e:  # noqa: BLE001 - e.g. DecomposePadding cannot be printed
-        return None, f"Trace.as_python failed ({type(e).__name__}: {str(e).splitlines()[0][:120]})"
+        return None, f"the trace cannot be printed as Python ({type(e).__name__}: {str(e).splitlines()[0][:120]})"
 
 
 def header(title: str, lines: list[str], expect: dict[str, Any]) -> str:

@@ -12,18 +12,26 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+from fuzzharness.buckets.root_causes import RootCause, culprit_of, root_cause
 from fuzzharness.buckets.signatures import Signature
 from fuzzharness.core.case import Case
 from fuzzharness.core.kinds import kind_of
 from fuzzharness.core.verdict import Verdict
+from fuzzharness.engine.worker_deaths import signal_name
 from fuzzharness.repro import issue as issue_md
 from fuzzharness.repro.kit import NotReproducible
-from fuzzharness.repro.verify import Run, foreign_imports, verify
+from fuzzharness.repro.verify import Run, foreign_imports, run_script, verify
 
 OUTPUT_TAIL = 4000
+SNIPPET_TIMEOUT = 300.0
+#: the repro directory's metadata: the finding as plain data, the same words as issue.md and
+#: repro.py (title, the minimized case's bucket, the campaign bucket it was found as, the root
+#: cause and its culprit); read by ``fuzzharness known add`` and ``fuzzharness corpus add``
+FINDING = "finding.json"
 
 
 @dataclasses.dataclass
@@ -35,6 +43,8 @@ class ReproResult:
     title: str
     record: dict[str, Any]
     problem: str = ""  # why no script could be written / it did not reproduce
+    triage: Any = None  # the pass probe (fuzzharness.kinds.tir.pass_bisect.Triage), if run
+    root_cause: RootCause | None = None  # of a verified repro
 
 
 def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
@@ -84,20 +94,64 @@ def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
     t = None
     if triage:
         t = kind.bisect_passes(case, verdict, s.expect.get("error"), d)
-    if t is None:
-        record["notes"] = [*s.notes, "triage: not probed"]
-    else:
-        record["notes"] = [*s.notes, f"triage in {t.seconds:.1f} s"]
-        if t.raised_in:  # name the pass that raised
-            title = record["title"] = issue_md.title(case, verdict, failing_call, t.raised_in)
+    record["notes"] = [*s.notes, "triage: not probed" if t is None else f"triage in {t.seconds:.1f} s"]
+    culprit = culprit_of(t, verdict.status.value)
+    new_title = issue_md.title(case, verdict, failing_call, t.raised_in if t else None, culprit)
+    if new_title != title:  # the probe named the culprit: the script's docstring says so too
+        s.text = s.text.replace('"""' + title + "\n", '"""' + new_title + "\n", 1)
+        (d / "repro.py").write_text(s.text)
+        title = record["title"] = new_title
+    rc = None
+    if signature is not None:
+        rc = root_cause(case.to_dict(), signature, culprit)
+        record["root_cause"], record["root_cause_fields"] = rc.key, rc.to_dict()
+    short = _checked_snippet(d, s, record)
+    finding = {
+        "format": 1, "title": title, "bucket": signature.key if signature else bucket,
+        "found_as": bucket, "signature": signature.to_dict() if signature else None,
+        "root_cause": rc.key if rc else None, "root_cause_fields": rc.to_dict() if rc else None,
+        "culprit": culprit, "case_id": case.id, "verified_runs": len(runs),
+        "snippet": short is not None, "date": date, "tvm": versions.get("tvm"),
+        "harness": versions.get("harness"),
+    }
+    (d / FINDING).write_text(json.dumps(finding, indent=1, sort_keys=True) + "\n")
     text = issue_md.issue_markdown(
         case=case, verdict=verdict, bucket=bucket, signature=signature, script_text=s.text,
         script_output=last.output, schedule_lines=s.schedule_lines, versions=versions,
         triage=t, date=date, minimized=minimized, runs=len(runs), failing_call=failing_call,
-        issue_title=title)
+        issue_title=title, snippet=short, root_cause=rc)
     (d / "issue.md").write_text(text)
     (d / "NOT-REPRODUCED.md").unlink(missing_ok=True)
-    return ReproResult(bucket, d, True, runs, title, record)
+    return ReproResult(bucket, d, True, runs, title, record, triage=t, root_cause=rc)
+
+
+def _checked_snippet(d: Path, s, record: dict[str, Any]) -> str | None:
+    """Write the issue's short snippet to ``snippet.py`` and run it in a fresh process; keep
+    it only when it fails the way the harness saw (an AssertionError for a wrong output, the
+    error for a compile error, the signal for a crash)."""
+    path = d / "snippet.py"
+    if not s.snippet:
+        path.unlink(missing_ok=True)
+        return None
+    path.write_text(s.snippet)
+    run = run_script(path, timeout=SNIPPET_TIMEOUT)
+    want = s.snippet_expect or {}
+    out = run.output or ""
+    if "assertion" in want:
+        ok = run.exit_code == 1 and "AssertionError" in out
+    elif "signal" in want:
+        ok = run.exit_code is not None and run.exit_code < 0 and (
+            want["signal"] is None or signal_name(run.exit_code) in want.get("signals", [want["signal"]]))
+    elif "error" in want:
+        ok = run.exit_code not in (0, None) and re.search(want["error"], out) is not None
+    else:
+        ok = False
+    if not ok:
+        path.unlink(missing_ok=True)
+        record["notes"] = [*record.get("notes", []),
+                           f"short snippet dropped: it exited {run.exit_code}, not as the bug does"]
+        return None
+    return s.snippet
 
 
 def _not_reproduced(d: Path, record: dict[str, Any], bucket: str, title: str, runs: list[Run],

@@ -12,7 +12,7 @@ from typing import Any
 
 from fuzzharness.core.case import Case
 from fuzzharness.core.kinds import CaseKind
-from fuzzharness.core.traces import trace_primitives
+from fuzzharness.core.traces import primitive_sequence, trace_primitives
 from fuzzharness.core.verdict import Status, Verdict
 from fuzzharness.kinds.tir import check, issue_text, pass_bisect, script
 from fuzzharness.kinds.tir.run import run_case
@@ -61,6 +61,17 @@ class TirKind(CaseKind):
 
     def issue_primitives(self, case: Case) -> list[str]:
         return list(trace_primitives(case.trace))
+
+    def culprit_calls(self, case: Case) -> list[str]:
+        """The schedule calls an issue title names: the trace's primitives in order
+        (``sch.cache_write``, ``sch.vectorize``), a repeat counted (``sch.split ×2``)."""
+        out: list[list] = []
+        for name in primitive_sequence(case.trace):
+            if out and out[-1][0] == name:
+                out[-1][1] += 1
+            else:
+                out.append([name, 1])
+        return [f"sch.{n}" + (f" ×{k}" if k > 1 else "") for n, k in out]
 
     def error_title(self, verdict: Verdict, prims: str, where: str, msg: str,
                     raised_in: str | None) -> str:

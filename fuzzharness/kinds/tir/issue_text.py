@@ -9,13 +9,18 @@ from fuzzharness.kinds.tir.pass_bisect import Triage
 
 
 def describe(case: Case) -> str:
-    return (f"{case.workload_name} ({_shape_text(case)}, "
-            f"{case.origin.get('dtype') or case.params.get('dtype', '')}, {case.target.get('kind')})")
+    parts = [_shape_text(case), case.origin.get("dtype") or case.params.get("dtype", ""),
+             case.target.get("kind")]
+    return f"{case.workload_name} ({', '.join(str(p) for p in parts if p)})"
 
 
 def _shape_text(case: Case) -> str:
-    ints = {k: v for k, v in case.params.items() if isinstance(v, int) and not isinstance(v, bool)}
-    return ", ".join(f"{k}={v}" for k, v in ints.items())
+    """The workload's integer parameters (extents, strides; lists of them too), as k=v."""
+    def plain(v) -> bool:
+        if isinstance(v, list):
+            return bool(v) and all(plain(x) for x in v)
+        return isinstance(v, int) and not isinstance(v, bool)
+    return ", ".join(f"{k}={v}" for k, v in case.params.items() if plain(v))
 
 
 def error_title(verdict: Verdict, prims: str, msg: str, raised_in: str | None) -> str:

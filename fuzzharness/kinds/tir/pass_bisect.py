@@ -8,7 +8,11 @@ Two probes, both on the minimized case, with TVM's own ``PassContext``:
 * **bisection by disabling** — the case is compiled and run once per pass of the pipeline
   with that pass disabled (``PassContext(disabled_pass=[name])``).  A pass whose removal
   makes the output correct (or the error go away) is *implicated*; one whose removal breaks
-  compilation is *required*; the rest change nothing.  For a wrong result the first
+  compilation is *required*; the rest change nothing.  Only passes that changed the IR in
+  the unmodified pipeline (structural hash before and after, recorded by the same
+  instrument) are tried: disabling a pass that left the IR as it was leaves every later pass
+  the same input, so it cannot change the outcome — on a typical case this skips two thirds
+  of the pipeline.  For a wrong result the first
   implicated pass in pipeline order is where the output goes wrong, and the IR before and
   after it is kept.  When no pass is implicated the scheduled TIR is already wrong (or a
   required pass is at fault): the hint says so, and the issue shows the scheduled TIR.
@@ -37,6 +41,12 @@ from fuzzharness.oracles.numerics import numpy_dtype
 
 #: pass-manager wrappers, not passes
 WRAPPERS = {"_pipeline", "sequential", "tirx.Filter", "tirx.BindTarget"}
+#: passes the llvm pipeline of TVM 0.27 cannot do without once they have something to do:
+#: disabled, they leave block constructs that later passes refuse (an error) or crash on
+#: (LowerOpaqueBlock: a segfault), so they can never make a wrong output right.  Not probed
+#: (each would cost a compile, and a crash a fresh probe process); listed as required.
+ALWAYS_REQUIRED = ("s_tir.LowerInitBlock", "s_tir.ConvertBlocksToOpaque", "s_tir.LowerOpaqueBlock",
+                   "tirx.FlattenBuffer", "tirx.MakePackedAPI")
 IR_LINES = 60
 
 
@@ -84,24 +94,31 @@ class _Probe:
 
         import numpy as np
         import tvm
+        import tvm_ffi
         from tvm.ir.instrument import pass_instrument
 
 
         seen: list[str] = []
         open_: list[str] = []
         dump: dict[str, str] = {}
+        before: list[int] = []
+        changed: set[str] = set()
 
         @pass_instrument
         class Recorder:
             def run_before_pass(self, mod, info):
                 seen.append(info.name)
                 open_.append(info.name)
+                if not disabled:  # only the unmodified pipeline: a broken IR can crash hashing
+                    before.append(tvm_ffi.structural_hash(mod))
                 if watch is not None and info.name == watch and "before" not in dump:
                     dump["before"] = _main_script(mod)
 
             def run_after_pass(self, mod, info):
                 if open_ and open_[-1] == info.name:
                     open_.pop()
+                if not disabled and before and before.pop() != tvm_ffi.structural_hash(mod):
+                    changed.add(info.name)
                 if watch is not None and info.name == watch and "after" not in dump:
                     dump["after"] = _main_script(mod)
 
@@ -132,6 +149,7 @@ class _Probe:
             out["message"] = text.strip().splitlines()[0][:300] if text.strip() else type(ex).__name__
             out["raised_in"] = open_[-1] if open_ else None
         out["passes"] = seen
+        out["changed"] = sorted(changed)
         out["ir"] = dump
         return out
 
@@ -151,6 +169,9 @@ def _np(dtype: str):
 def child_main(argv: list[str]) -> int:
     """``python -m fuzzharness.kinds.tir.pass_bisect CASE.json PATTERN START``: one JSON line per
     attempt: first the unmodified pipeline ("base"), then each pass from index START."""
+    from fuzzharness.core.plugins import load_plugins
+
+    load_plugins()  # a plugin's workload must be known here too
     case = Case.from_json(Path(argv[0]).read_text())
     pattern = argv[1] or None
     start = int(argv[2])
@@ -158,7 +179,16 @@ def child_main(argv: list[str]) -> int:
     base = probe.attempt([])
     print(json.dumps({"base": base}), flush=True)
     names = [n for n in dict.fromkeys(base["passes"]) if n not in WRAPPERS]
+    changed = set(base.get("changed") or ())
     for i, name in enumerate(names[start:], start):
+        if name not in changed:  # it left the IR as it was: disabling it changes nothing
+            print(json.dumps({"pass": name, "index": i, "result": "unchanged", "message": ""}),
+                  flush=True)
+            continue
+        if name in ALWAYS_REQUIRED:
+            print(json.dumps({"pass": name, "index": i, "result": "error",
+                              "message": "required (not probed)"}), flush=True)
+            continue
         print(json.dumps({"trying": name, "index": i}), flush=True)
         r = probe.attempt([name])
         print(json.dumps({"pass": name, "index": i, "result": r["result"],
@@ -250,6 +280,7 @@ def _dumps(path: Path, case: Case, name: str, budget: float) -> dict[str, str]:
     path.write_text(case.to_json())
     cmd = [sys.executable, "-c",
            "import json,sys\nfrom pathlib import Path\nfrom fuzzharness.core.case import Case\n"
+           "from fuzzharness.core.plugins import load_plugins\nload_plugins()\n"
            "from fuzzharness.kinds.tir.pass_bisect import _Probe\n"
            "p = _Probe(Case.from_json(Path(sys.argv[1]).read_text()), None)\n"
            "print(json.dumps(p.attempt([], watch=sys.argv[2])['ir']))", str(path), name]

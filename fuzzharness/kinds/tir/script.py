@@ -29,6 +29,7 @@ from fuzzharness.core.verdict import Status, Verdict
 from fuzzharness.generators.inputs import TINY_INT
 from fuzzharness.kinds.tir import template as tir_template
 from fuzzharness.kinds.tir.reference import Expectation, expectation, reference_source
+from fuzzharness.kinds.tir.snippet import expected_failure, snippet
 from fuzzharness.oracles import numerics
 from fuzzharness.oracles.numerics import numpy_dtype
 from fuzzharness.repro import arrays, template
@@ -210,7 +211,10 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str, signature: Signat
     parts.append(tir_template.COMPILE.strip("\n") + "\n")
     parts.append(template.RUNNER.strip("\n") + "\n")
     text = "\n\n".join(p.rstrip("\n") + "\n" for p in parts)
-    return Script(text, expect, notes, sched_lines)
+    short = None
+    if not any(n.startswith("schedule as JSON") for n in notes) and verdict.status is not Status.TIMEOUT:
+        short = snippet(case, verdict, e, sched_lines, inputs_text, failing_call)
+    return Script(text, expect, notes, sched_lines, short, expected_failure(verdict))
 
 
 def _np_dtype_name(dtype: str) -> str:
@@ -220,8 +224,10 @@ def _np_dtype_name(dtype: str) -> str:
 
 def _header(case, verdict, bucket, signature, versions, when, title, expect, first_seen) -> str:
     sig_title = signature.title() if signature is not None else ""
+    key = signature.key if signature is not None else bucket
     return header(title or "TVM bug reproducer", [
-        f"Bucket  {bucket}" + (f", first seen as {first_seen}" if first_seen and first_seen != sig_title else ""),
+        f"Bucket  {key}" + (f", found as bucket {bucket}" if bucket != key else "")
+        + (f" ({first_seen})" if first_seen and first_seen != sig_title else ""),
         f"        this case: {sig_title}",
         f"TVM {versions.get('tvm')} · tvm-ffi {versions.get('tvm_ffi')} · LLVM {versions.get('llvm')}"
         f" · numpy {versions.get('numpy')} · Python {versions.get('python')}",
