@@ -17,7 +17,12 @@ costs a campaign is measured by ``benchmarks/graph_mix.py``).
 Rates are steady-state: the bare loop is timed after ``--warmup`` cases (TVM import and
 first compiles excluded); the harness rate is taken from the commit times stored in the
 database, from the result after the first one per worker to the last (worker start-up —
-importing TVM — excluded; it is printed separately as the end-to-end rate).  Each run prints
+importing TVM — excluded; it is printed separately as the end-to-end rate).  One-time setups
+that a process pays on its first MetaSchedule case (importing TVM's tensor intrinsics:
+seconds, see ``fuzzharness/warmup.py``) are paid before timing on both sides — by the bare
+process during its warm-up, by each worker at start-up (``$FUZZHARNESS_PLUGINS`` names the
+module) — as they would otherwise land inside the harness's window alone, once per worker
+(``--cold-setups`` leaves them where they fall).  Each run prints
 the 1-minute load average before and after: the machine may be shared, and a ratio is only
 meaningful when the load did not change under it.  The bare loop runs first and last; the
 difference between the two is the noise floor.
@@ -83,8 +88,18 @@ def bare_loop(seed: int, indices: range) -> tuple[float, dict[str, int]]:
     return time.perf_counter() - t0, outcomes
 
 
-def harness_run(seed: int, n: int, workers: int, out: Path) -> dict:
+#: imported by each worker before it says "ready": the one-time setup of fuzzharness/warmup.py
+SETUP_MODULE = "tvm.s_tir.tensor_intrin"
+
+
+def harness_run(seed: int, n: int, workers: int, out: Path, *, cold_setups: bool = False) -> dict:
     import sqlite3
+
+    from fuzzharness.engine.tasks import PLUGINS_ENV
+
+    saved = os.environ.get(PLUGINS_ENV)
+    if not cold_setups:  # the workers inherit the driver's environment
+        os.environ[PLUGINS_ENV] = ",".join(p for p in (saved, SETUP_MODULE) if p)
 
     from fuzzharness.engine.campaign import Campaign
     from fuzzharness.settings import CampaignSettings
@@ -93,7 +108,13 @@ def harness_run(seed: int, n: int, workers: int, out: Path) -> dict:
     settings = CampaignSettings(seed=seed, time_budget=0.0, max_cases=n, workers=workers,
                                 generation=GenSettings(graph_fraction=0.0))
     t0 = time.perf_counter()
-    summary = Campaign(out, settings, progress=False).run()
+    try:
+        summary = Campaign(out, settings, progress=False).run()
+    finally:
+        if saved is None:
+            os.environ.pop(PLUGINS_ENV, None)
+        else:
+            os.environ[PLUGINS_ENV] = saved
     wall = time.perf_counter() - t0
     con = sqlite3.connect(out / "results.sqlite")
     finished = sorted(r[0] for r in con.execute("SELECT finished FROM results"))
@@ -133,6 +154,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workers", default="1,2")
     ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--cold-setups", action="store_true",
+                    help="do not pay one-time setups before timing (see the module docstring)")
     ap.add_argument("--interleaved", type=int, default=60, metavar="N",
                     help="cases for the interleaved in-process comparison (0: skip)")
     args = ap.parse_args()
@@ -147,6 +170,10 @@ def main() -> int:
 
     print(f"versions: {versions()}")
     bare_loop(seed + 1000, range(args.warmup))  # warm up (other cases: no cache advantage)
+    if not args.cold_setups:
+        from fuzzharness import warmup
+
+        warmup.tensor_intrinsics()
 
     before = load()
     bare_s, bare_out = bare_loop(seed, range(n))
@@ -158,7 +185,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for w in worker_counts:
             before = load()
-            h = harness_run(seed, n, w, Path(tmp) / f"w{w}")
+            h = harness_run(seed, n, w, Path(tmp) / f"w{w}", cold_setups=args.cold_setups)
             rates[w] = h["rate"]
             print(f"harness {w} worker{'s' if w > 1 else ' '} {h['rate']:6.2f} cases/s steady, "
                   f"{h['rate_e2e']:.2f} end to end ({h['wall']:.1f} s; {before} → {load()})"
