@@ -32,3 +32,43 @@ def test_a_case_parses_its_program_once_and_scheduling_never_mutates_it():
         # the case the worker reported is the generated case: what is stored is what ran
         (reported,) = [m["case"] for m in sent if "case" in m]
         assert reported == case.to_dict()
+
+
+def test_the_parse_shortcut_gives_the_stock_parsers_prim_func_and_its_errors():
+    """``parse_prim_func`` skips the stock ``T.prim_func`` decorator (tvm_support docstring):
+    for every workload's programs the result must be the stock parser's, and a program the
+    stock parser refuses must still be refused."""
+    import pytest
+    import tvm
+    from tvm.script import tirx as T
+
+    from fuzzharness.generators import draw as draws
+    from fuzzharness.generators.graphs.spec import GRAPH_WORKLOAD
+    from fuzzharness.generators.workloads import GenOptions
+
+    def stock(text):
+        return tvm.script.from_source(text, extra_vars={"T": T})
+
+    names = [n for n in workloads.names() if n != GRAPH_WORKLOAD]
+    assert len(names) >= 10
+    for name in names:
+        for i in range(2):
+            params = workloads[name].draw_params(draws.for_case(0, i, "parse"), GenOptions())
+            text = workloads[name].source(params)
+            fast = parse_prim_func.__wrapped__(text)
+            slow = stock(text)
+            assert tvm_ffi.structural_equal(fast, slow, map_free_vars=False), (name, params)
+            assert fast.script() == slow.script(), (name, params)
+
+    # the well-formedness check still runs: a loop variable used inside a block
+    bad = '''
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+    for i in range(4):
+        with T.sblock("B"):
+            vi = T.axis.spatial(4, i)
+            B[i] = A[vi]
+'''
+    for parse in (stock, parse_prim_func.__wrapped__):
+        with pytest.raises(Exception, match="not well-formed"):
+            parse(bad)

@@ -37,3 +37,28 @@ def test_a_slow_case_still_times_out():
     with WorkerPool(1, timeout=2.0, env=env()) as pool:
         (r,) = list(pool.run([{"task": 0, "case": case("test_slow_case")}]))
     assert r.verdict.status is Status.TIMEOUT and r.verdict.stage.value == "generate"
+
+
+def test_the_inspect_cache_seed_keeps_inspects_answers():
+    """warmup seeds inspect's module cache so that frames of code compiled from strings do
+    not walk sys.modules; inspect must answer as it would have: no module, no source."""
+    import inspect
+    import sys
+
+    from fuzzharness.core import warmup
+
+    def frame_of_code_from(filename):
+        namespace = {"sys": sys}
+        exec(compile("frame = sys._getframe()", filename, "exec"), namespace)  # noqa: S102
+        return namespace["frame"]
+
+    warmup._seed_inspect_cache()
+    for filename in warmup.NO_MODULE_FILES:
+        frame = frame_of_code_from(filename)
+        # how inspect.stack() asks (getsourcefile and findsource pass the file name along)
+        assert inspect.getmodule(frame, filename) is None
+        assert inspect.getsourcefile(frame) is None
+        info = inspect.getframeinfo(frame)
+        assert info.filename == filename and info.code_context is None
+    # ordinary frames still find their module
+    assert inspect.getmodule(sys._getframe()) is sys.modules[__name__]

@@ -27,16 +27,58 @@ def parse_prim_func(source: str):
 
     TVMScript rejects ``from ... import`` inside the parsed text; ``T`` is supplied here.
 
-    Cached by source text: parsing costs ~9 ms, about 10% of a case, and a worker needs the
-    same function twice per case (once to generate the random schedule, once to replay the
-    stored trace onto it).  Sharing is safe because TVM IR is immutable: scheduling
-    copies on write and never changes the PrimFunc it started from (checked by
-    ``tests/test_engine_throughput.py``).
+    Cached by source text: a worker needs the same function twice per case (once to
+    generate the random schedule, once to replay the stored trace onto it).  Sharing is safe
+    because TVM IR is immutable: scheduling copies on write and never changes the PrimFunc it
+    started from (checked by ``tests/test_engine_throughput.py``).
+
+    Two shortcuts, each giving the stock parser's PrimFunc (``tests/test_engine_throughput.py``
+    compares them for every workload): ``T`` is :func:`_parse_namespace`, not the stock
+    module (≈ half the parse time, see there); and the well-formedness check runs here
+    rather than inside ``from_source``, which parses the whole text a second time only to
+    have a syntax tree at hand for its error report (≈ 1.5 ms).  A program that is not
+    well-formed is refused all the same, with TVM's message.
     """
     import tvm as _tvm
+
+    func = _tvm.script.from_source(source, extra_vars={"T": _parse_namespace()},
+                                   check_well_formed=False)
+    if not isinstance(func, _tvm.tirx.PrimFunc):
+        raise TypeError(f"not a single prim_func: parsed a {type(func).__name__}")
+    try:  # what from_source's check does for a PrimFunc (tvm/script/parser/core/entry.py)
+        _tvm.s_tir.analysis.verify_well_formed(_tvm.IRModule.from_expr(func))
+        if not (func.attrs is not None and func.attrs.get("s_tir", False)):
+            _tvm.tirx.analysis.verify_tirx_well_formed(func)
+    except Exception as e:  # noqa: BLE001 - TVM raises its own error types
+        raise ValueError(f"Program is not well-formed: {e}") from e
+    return func
+
+
+@functools.cache
+def _parse_namespace():
+    """``tvm.script.tirx`` with a ``prim_func`` that only carries the parser's dispatch token.
+
+    The parser evaluates a function's decorator (``T.prim_func(s_tir=True)``) for nothing but
+    its ``dispatch_token`` ("tirx"); ``private``, ``s_tir`` and ``persistent`` are read from
+    the decorator's syntax (``find_decorator_annotation`` in TVM's tirx parser).  The stock
+    ``T.prim_func(...)`` calls ``inspect.stack()`` first, which reads source lines of every
+    frame and walks all of ``sys.modules`` for each frame without a module file (the frozen
+    ``runpy`` frames of ``python -m``, ``eval``'d code): about half of a parse in a worker
+    (≈ 18 → 9 ms per workload program).  Everything else is the module's own attributes,
+    copied, so the parsed PrimFunc is the same — structurally equal and printed alike, for
+    every workload (``tests/test_engine_throughput.py``).
+    """
+    import types
+
     from tvm.script import tirx as T
 
-    return _tvm.script.from_source(source, extra_vars={"T": T})
+    def prim_func(func=None, **_decorator_args):
+        return prim_func
+
+    prim_func.dispatch_token = T.prim_func.dispatch_token
+    namespace = types.SimpleNamespace(**vars(T))
+    namespace.prim_func = prim_func
+    return namespace
 
 
 def trace_to_json(trace) -> Any:

@@ -91,6 +91,7 @@ class ScheduleState:
         self.data = data
         self.options = options or ScheduleOptions()
         self._facts: FunctionFacts | None = None
+        self._analysed: tuple[Any, FunctionFacts] | None = None  # (PrimFunc, its facts)
 
     def draw(self, strategy):
         return self.data.draw(strategy)
@@ -101,9 +102,18 @@ class ScheduleState:
     # -- structure queries ---------------------------------------------------------------
     @property
     def facts(self) -> FunctionFacts:
-        """Blocks and buffers of the function as it is at the start of this step."""
+        """Blocks and buffers of the function as it is at the start of this step.
+
+        Facts depend on the PrimFunc alone, and TVM IR is immutable: after a step that
+        changed nothing (no site, disabled, rejected and rolled back) the function is the
+        very same object, and its last analysis is reused rather than recomputed."""
         if self._facts is None:
-            self._facts = analyse(self.sch.mod["main"])
+            func = self.sch.mod["main"]
+            if self._analysed is not None and self._analysed[0].same_as(func):
+                self._facts = self._analysed[1]
+            else:
+                self._facts = analyse(func)
+                self._analysed = (func, self._facts)
         return self._facts
 
     def block_names(self) -> list[str]:
@@ -255,6 +265,8 @@ def random_schedule(func, data: Any, options: ScheduleOptions):
         name = data.draw(st.sampled_from(choices))
         steps.append(_step(state, name, name in enabled))
     for _, primitive in primitives.items():
+        if type(primitive).finalize is Primitive.finalize:
+            continue  # the default repairs nothing (and schedules after it draw nothing)
         state.invalidate()
         backup = state.sch.copy()
         repairs = primitive.finalize(state)

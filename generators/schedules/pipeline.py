@@ -72,6 +72,9 @@ def fits(state: ScheduleState, loop) -> bool:
 
 
 def pipelined_loops(state: ScheduleState) -> list:
+    """The loops annotated with a pipeline, found from the blocks beneath them (lookups)."""
+    if not _annotated_anywhere(state.sch.mod["main"]):
+        return []  # nothing to look up (the usual case: one walk instead of every block's loops)
     loops, seen = [], set()
     for name in state.block_names():
         for lp in state.loops(state.sch.get_sblock(name)):
@@ -80,6 +83,15 @@ def pipelined_loops(state: ScheduleState) -> list:
                 seen.add(hash(node))
                 loops.append(lp)
     return loops
+
+
+def _annotated_anywhere(func) -> bool:
+    import tvm_ffi
+    from tvm import tirx
+
+    found: list = []
+    tvm_ffi.structural_walk(func, [(tirx.For, lambda f: found.append(STAGE in f.annotations))])
+    return any(found)
 
 
 @register
