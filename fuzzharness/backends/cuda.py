@@ -295,7 +295,7 @@ class CUDABackend(Backend):
         d = driver()
         plan: LaunchPlan = program.code.plan
         module = d.load(program.binary)
-        from fuzzharness.backends.opencl import check_redzone, redzone_bytes, with_redzone
+        from fuzzharness.backends.redzone import check_redzone, redzone_bytes, with_redzone
         from fuzzharness.execute import poison
         from oracles.numerics import numpy_dtype
 
@@ -321,7 +321,7 @@ class CUDABackend(Backend):
             for p, a, spec in zip(ptrs, args, plan.params, strict=True):
                 full = np.empty(a.nbytes + redzone_bytes(a.nbytes), np.uint8)
                 d.read(p, full)  # inputs too: execute checks that they are unchanged
-                check_redzone(full, a.nbytes, spec.name)
+                check_redzone(full, a.nbytes, spec.name, a.dtype)
                 a[...] = full[: a.nbytes].view(a.dtype).reshape(a.shape)
         finally:
             for p in [*ptrs, *temps.values()]:

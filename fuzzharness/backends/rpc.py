@@ -229,10 +229,8 @@ class RemoteBackend(Backend):
         return self.local.codegen(lowered, target)
 
     def build(self, runtime_module):
-        from fuzzharness.backends.device import DeviceCode
-
-        module = runtime_module.runtime_module if isinstance(runtime_module, DeviceCode) \
-            else runtime_module
+        # DeviceCode (GPU backends) and LLVMCode keep TVM's module as ``runtime_module``
+        module = getattr(runtime_module, "runtime_module", runtime_module)
         if module is None:
             raise RuntimeError(f"the {self.name} backend keeps no TVM runtime module to export")
         tmp = tempfile.TemporaryDirectory(prefix="fuzzharness-rpc-")
