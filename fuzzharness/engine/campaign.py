@@ -10,6 +10,12 @@ driver killed with SIGKILL loses only the cases in flight, which a resume runs a
 primary key on the case index makes a duplicate impossible.  The workers die with the driver
 (see :mod:`fuzzharness.engine.worker`).
 
+Confirmation (:mod:`fuzzharness.engine.confirm`, setting ``confirm``, on by default): a TVM
+finding is stored at once but gets its bucket only after the case ran again, alone, in a
+fresh worker process; one that does not reproduce alone is never a finding by itself, and
+the earlier cases of its worker are searched at the end of the run for the one that damaged
+it.  Workers run with heap hygiene (setting ``hygiene``, :mod:`fuzzharness.engine.hygiene`).
+
 Reporting: failures are grouped into buckets (:mod:`fuzzharness.buckets`) and each bucket is
 matched against the known-bugs file.  :attr:`CampaignSummary.exit_code` is 0 when every TVM
 finding of the campaign is a known bug, 1 when there is a new one.  Harness errors are
@@ -31,10 +37,11 @@ from pathlib import Path
 from typing import Any
 
 from fuzzharness.backends.rpc import ENV as RPC_ENV
-from fuzzharness.buckets import KnownBug, KnownBugs, Signature, signature
+from fuzzharness.buckets import KnownBug, KnownBugs, Signature
 from fuzzharness.engine import coverage
+from fuzzharness.engine.confirm import Change, Confirmer
 from fuzzharness.engine.db import ResultsDB
-from fuzzharness.engine.executor import ExecutorConfig, TaskResult, make_executor
+from fuzzharness.engine.executor import ExecutorConfig, make_executor
 from fuzzharness.engine.progress import Progress
 from fuzzharness.errors import EXIT_FINDINGS, EXIT_OK
 from fuzzharness.settings import RESUMABLE, CampaignSettings, SettingsError
@@ -76,6 +83,7 @@ class CampaignSummary:
     known_source: str = ""
     recycled: int = 0
     coverage: list[tuple] = dataclasses.field(default_factory=list)  # engine/coverage.py rows
+    confirmations: dict[str, int] = dataclasses.field(default_factory=dict)  # outcome → count
     minimized: str = ""  # the report of the minimization of new buckets (fuzzharness.minimize)
 
     @property
@@ -173,10 +181,13 @@ class Campaign:
         counter = itertools.count() if limit is None else range(limit)
         return (i for i in counter if i not in done)
 
-    def _tasks(self) -> Iterator[dict[str, Any]]:
-        gen = self.settings.generation.to_dict()
+    def _tasks(self, extra: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
         for i in self._indices():
-            yield {"task": i, "generate": {"seed": self.seed, "index": i, "settings": gen}}
+            yield {**self._task(i), **(extra or {})}
+
+    def _task(self, i: int) -> dict[str, Any]:
+        gen = self.settings.generation.to_dict()
+        return {"task": i, "generate": {"seed": self.seed, "index": i, "settings": gen}}
 
     # -- run --------------------------------------------------------------------------------
     def run(self) -> CampaignSummary:
@@ -196,21 +207,37 @@ class Campaign:
         stored = 0
         counts: Counter[str] = Counter()
         executor = None
+        confirmer = Confirmer(self.db, self.out, enabled=s.confirm,
+                              submit=lambda task: executor.add(task), task_for=self._task)
+
+        def apply(change: Change) -> None:
+            nonlocal stored
+            if change.old_status is None:
+                stored += 1
+            elif counts[change.old_status] > 0:
+                counts[change.old_status] -= 1
+            counts[change.verdict.status.value] += 1
+            sig = change.signature
+            if sig is not None and sig.is_finding and sig.key not in known_of:
+                known_of[sig.key] = self.known.match(sig, tvm_version)
+
         try:
             if not nothing_left:
                 executor = make_executor(s.executor, self._executor_config())
+                confirmer.resume()
                 stop = (lambda: time.monotonic() >= deadline) if deadline else (lambda: False)
                 abandon = deadline + min(s.timeout, GRACE) if deadline else None
-                for r in executor.run(self._tasks(), should_stop=stop, abandon_at=abandon):
-                    sig = signature(r.case, r.verdict)
-                    if self._store(r, sig):
-                        stored += 1
-                        counts[r.verdict.status.value] += 1
-                        if sig is not None and sig.is_finding and sig.key not in known_of:
-                            known_of[sig.key] = self.known.match(sig, tvm_version)
-                    progress.update(r.verdict, counts, executor.restarts,
-                                    buckets=len(known_of),
-                                    new=sum(1 for k in known_of.values() if k is None))
+                for r in executor.run(self._tasks(confirmer.options()), should_stop=stop,
+                                      abandon_at=abandon):
+                    changes = confirmer.handle(r)
+                    for change in changes:
+                        apply(change)
+                    if changes and changes[0].old_status is None:  # a new case, not a re-run
+                        progress.update(r.verdict, counts, executor.restarts,
+                                        buckets=len(known_of),
+                                        new=sum(1 for k in known_of.values() if k is None))
+            for change in confirmer.finish(self._fresh_pool, progress=self._note):
+                apply(change)
         except KeyboardInterrupt:
             print("\ninterrupted: results so far are stored; continue with --resume", file=sys.stderr)
         finally:
@@ -221,7 +248,8 @@ class Campaign:
         summary = CampaignSummary(
             self.out, self.seed, stored, self.db.count(), time.monotonic() - start, dict(counts),
             executor.restarts if executor is not None else 0, self._bucket_reports(tvm_version),
-            self.known.source, executor.recycled if executor is not None else 0)
+            self.known.source, executor.recycled if executor is not None else 0,
+            confirmations=dict(confirmer.counts))
         summary.coverage = coverage.store(self.db.conn)
         self.db.close()
         if self.minimize_budget > 0 and summary.new_buckets:
@@ -241,12 +269,20 @@ class Campaign:
         if device is not None:
             env[RPC_ENV] = json.dumps(device.to_dict())
         return ExecutorConfig(workers=s.workers, timeout=s.timeout, memory_mb=s.memory_mb,
-                              log_dir=self.out / "logs", env=env,
+                              log_dir=self.out / "logs", env=env, hygiene=s.hygiene,
                               options={"ray_address": s.ray_address})
 
-    def _store(self, r: TaskResult, sig: Signature | None) -> bool:
-        return self.db.add_result(r.task["task"], r.case, r.verdict, elapsed=r.elapsed,
-                                  worker=r.worker, signature=sig)
+    def _fresh_pool(self):
+        """A one-worker local pool for what confirmation does after the run (fresh workers)."""
+        from fuzzharness.engine.pool import WorkerPool
+
+        config = dataclasses.replace(self._executor_config(), workers=1,
+                                     log_dir=self.out / "logs" / "confirm")
+        return WorkerPool.from_config(config)
+
+    def _note(self, line: str) -> None:
+        if self.show_progress:
+            print(line, file=sys.stderr)
 
     def _bucket_reports(self, tvm_version: str | None) -> list[BucketReport]:
         stats = self.db.bucket_stats()
@@ -269,7 +305,11 @@ def format_summary(s: CampaignSummary, *, limit: int = 15) -> str:
     ]
     order = [st.value for st in Status]
     for status in sorted(s.counts, key=order.index):
-        lines.append(f"  {status:<28} {s.counts[status]:>7}")
+        if s.counts[status]:
+            lines.append(f"  {status:<28} {s.counts[status]:>7}")
+    if s.confirmations:  # engine/confirm.py: every finding re-run alone in a fresh worker
+        lines.append("failures re-run alone in a fresh worker: " + ", ".join(
+            f"{n} {outcome}" for outcome, n in sorted(s.confirmations.items())))
     findings = s.findings
     if findings:
         new = s.new_buckets

@@ -1,0 +1,126 @@
+"""Which earlier case damaged the worker?  Replaying a failure's predecessors in a fresh one.
+
+A failure that does not reproduce alone (:mod:`fuzzharness.engine.confirm`) was caused by
+something an earlier case in the same worker process left behind: heap damage, an
+out-of-bounds write that hit no guard zone, memory a later kernel reads without writing.
+The suspects are the cases that process ran before it (``results.process``), oldest first.
+
+A *probe* runs the last ``m`` suspects and then the failing case, in order, in one worker
+process that starts fresh for the probe; it *reproduces* when the failing case fails again
+with the same kind of failure.  Assuming one culprit whose damage lasts (what the probes
+then confirm), the probe of the last ``m`` suspects reproduces exactly when ``m`` reaches the
+culprit, so the culprit is found by galloping (``m`` = 1, 2, 4, …: recent culprits, the usual
+ones, cost few and short probes) and then bisecting between the last ``m`` that did not
+reproduce and the first that did.  The culprit is then probed alone with the failing case
+(``pair_reproduces``): when that does not reproduce, the damage needs earlier cases too, and
+the finding says so.
+
+Cost: each probe starts a worker (a TVM import) and runs up to ``2·d`` cases for a culprit
+``d`` cases back; :data:`MAX_SUSPECTS` and the caller's deadline bound it.  When even all
+``MAX_SUSPECTS`` predecessors do not bring the failure back, nothing is blamed: the failure
+is recorded as not reproducible (a race, a timing-dependent hang, damage older than that).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+from fuzzharness.engine.db import ResultsDB
+from fuzzharness.verdict import Verdict
+
+MAX_SUSPECTS = 64
+
+
+@dataclasses.dataclass
+class SearchResult:
+    suspects: int  # predecessors considered
+    culprit: int | None = None
+    window: int | None = None  # how many predecessors the smallest reproducing probe ran
+    pair_reproduces: bool | None = None
+    probes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    seconds: float = 0.0
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["state"] = "done"
+        return d
+
+
+def search(db: ResultsDB, victim: int, first: Verdict, make_pool: Callable[[], Any],
+           deadline: float, *, task_for: Callable[[int], dict[str, Any]]) -> SearchResult:
+    """Find the case after which ``victim`` (seen failing as ``first``) fails again."""
+    from fuzzharness.engine.confirm import reproduces
+
+    start = time.monotonic()
+    before = db.predecessors(victim, MAX_SUSPECTS)
+    row = db.find_case(str(victim))
+    result = SearchResult(len(before))
+
+    def task(r: dict[str, Any], key: int) -> dict[str, Any]:
+        spec = {"case": r["case"]} if r and r.get("case") else \
+            {k: v for k, v in task_for(r["idx"]).items() if k != "task"}
+        return {**spec, "task": key}
+
+    def probe(m: int) -> bool | None:
+        """Does the victim fail after the last ``m`` suspects?  None: out of time."""
+        return probe_rows(before[len(before) - m:] if m else [], m)
+
+    def probe_rows(chosen: list[dict[str, Any]], m: int) -> bool | None:
+        if time.monotonic() >= deadline:
+            return None
+        tasks = [task(r, i) for i, r in enumerate(chosen)] + [task(row, len(chosen))]
+        pool = make_pool()
+        try:
+            verdicts = {r.task["task"]: r.verdict for r in pool.run(tasks)}
+            broken = pool.restarts > 0  # a suspect killed the worker: the rest ran elsewhere
+        finally:
+            pool.close()
+        again = verdicts.get(len(chosen))
+        ok = reproduces(first, again) or broken
+        result.probes.append({"window": m, "reproduces": ok, "broken": broken,
+                              "victim": again.line()[:160] if again else None})
+        return ok
+
+    if not before:
+        result.note = "no earlier case ran in its worker process"
+        return _done(result, start)
+    # gallop: 1, 2, 4, ... up to all suspects
+    lo, hi, m = 0, None, 1
+    while hi is None:
+        m = min(m, len(before))
+        got = probe(m)
+        if got is None:
+            result.note = "stopped at the time limit"
+            return _done(result, start)
+        if got:
+            hi = m
+        elif m == len(before):
+            result.note = (f"the failure did not come back after its {len(before)} "
+                           "predecessors either: not reproducible")
+            return _done(result, start)
+        else:
+            lo, m = m, m * 2
+    # bisect: the smallest window in (lo, hi] that reproduces
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        got = probe(mid)
+        if got is None:
+            result.note = "stopped at the time limit (culprit within the window found)"
+            break
+        lo, hi = (lo, mid) if got else (mid, hi)
+    result.window = hi
+    result.culprit = before[len(before) - hi]["idx"]
+    if hi == 1:
+        result.pair_reproduces = True
+    else:  # the culprit alone, then the victim
+        result.pair_reproduces = probe_rows([before[len(before) - hi]], 1)
+    return _done(result, start)
+
+
+def _done(result: SearchResult, start: float) -> SearchResult:
+    result.seconds = round(time.monotonic() - start, 2)
+    return result
