@@ -4,8 +4,11 @@ CASE is a case JSON file, or — with --db DIR — a case index or (prefix of a)
 in that campaign.  From a database the new verdict is compared with the stored one: same
 status and, when there are outputs, the same output bits (digest).
 
-The case runs in a fresh worker process, so a case that crashes TVM is reported, not fatal;
---in-process runs it here instead (handy under a debugger).
+The case runs in a fresh worker process with heap hygiene on (fuzzharness.engine.hygiene),
+so a case that crashes TVM is reported, not fatal; --in-process runs it here instead (handy
+under a debugger; no allocator checks then).  When the verdict differs from the stored one,
+replay says why it may: nondeterministic output, or a stored failure that was seen only
+after other cases in a campaign's worker.
 """
 
 from __future__ import annotations
@@ -55,6 +58,18 @@ def load_case(args):
     return Case.from_json(text), None
 
 
+def _confirmation(args) -> dict | None:
+    """The stored case's confirmation record (fuzzharness.engine.confirm), if any."""
+    from fuzzharness.engine.db import ResultsDB
+
+    db = ResultsDB(args.db)
+    try:
+        row = db.find_case(args.case)
+        return db.confirmation(row["idx"]) if row is not None else None
+    finally:
+        db.close()
+
+
 def run_isolated(case, timeout: float):
     from fuzzharness.engine.pool import WorkerPool
 
@@ -86,9 +101,10 @@ def main(args, argv) -> int:
         print(f"case {case.id} ({case.workload_name} {case.params})")
         print(verdict.line())
     if stored is not None:
+        from fuzzharness.engine.confirm import replay_note
+
         old = Verdict.from_dict(stored)
-        same = old.status == verdict.status and old.digest == verdict.digest
         print(f"stored: {old.line()}")
-        print("reproduced: " + ("yes (same status and output bits)" if same else "NO"),
+        print(replay_note(old, verdict, _confirmation(args)),
               file=sys.stderr if args.json else sys.stdout)
     return EXIT_FINDINGS if verdict.is_finding else EXIT_OK

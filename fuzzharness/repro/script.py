@@ -25,8 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from fuzzharness.backends import redzone
 from fuzzharness.buckets import Signature, salient_line
 from fuzzharness.case import Case
+from fuzzharness.engine import hygiene
 from fuzzharness.repro import arrays, template
 from fuzzharness.repro.reference import Expectation, expectation, reference_source
 from fuzzharness.verdict import Status, Verdict
@@ -77,9 +79,16 @@ def expectation_of(case: Case, verdict: Verdict, timeout: float | None) -> dict[
         exp["summary"] = ("an output element farther from the float64 reference than its "
                           "error bound" if verdict.status is Status.WRONG_RESULT
                           else "nan/inf where the float64 reference is finite")
+    elif verdict.status is Status.CRASH and d.get("victim") is not None:
+        raise NotReproducible(  # engine/confirm.py: found by replaying its worker's cases
+            f"this case fails nothing alone: it damages its worker process, and case "
+            f"#{d['victim']} fails after it ({d.get('victim_verdict', '')[:120]})")
     elif verdict.status is Status.CRASH and d.get("kind") == "signal":
         exp["signal"] = d.get("signal")
         exp["summary"] = f"the process killed by {d.get('signal')} in stage {verdict.stage.value}"
+    elif verdict.status is Status.CRASH and d.get("kind") == "heap_damage":
+        exp["summary"] = (f"the process killed when glibc finds its heap damaged "
+                          f"({d.get('malloc_error')}) in stage {verdict.stage.value}")
     elif verdict.status is Status.TIMEOUT:
         exp["summary"] = f"no result within {timeout:g} s (stage {verdict.stage.value})"
     elif verdict.message:
@@ -271,6 +280,8 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str, signature: Signat
     ]
     if any("_unpack(" in p for p in (inputs_text, ref_text)):
         parts.append(arrays.UNPACK_HELPER.strip("\n") + "\n")
+    parts.append(hygiene.SCRIPT_SOURCE.strip("\n") + "\n")
+    parts.append(redzone.SCRIPT_SOURCE.strip("\n") + "\n")
     parts.append(template.RUNNER.strip("\n") + "\n")
     text = "\n\n".join(p.rstrip("\n") + "\n" for p in parts)
     return Script(text, expect, notes, sched_lines)

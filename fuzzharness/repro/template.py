@@ -2,6 +2,10 @@
 parent that judges.  Filled in by :mod:`fuzzharness.repro.script`; needs only tvm, numpy
 and the standard library.
 
+The child runs with heap hygiene (``_hygiene_env``, from :mod:`fuzzharness.engine.hygiene`)
+and its buffers between guard zones (``_Guarded``, from :mod:`fuzzharness.backends.redzone`),
+both inserted before :data:`RUNNER`: a memory bug reproduces every time and says what it hit.
+
 Exit status of a repro: 1 the bug reproduces, 0 fixed (a correct result, or TVM now refuses
 the schedule with a ScheduleError), 2 something else happened (a different error, a crash
 where none was expected, no result at all).
@@ -32,11 +36,14 @@ def compile_and_run(x, scheduled=True):
     _stage("build")
     kernel = lib["main"]  # the LLVM JIT compiles here
     _stage("run")
-    args = [tvm.runtime.tensor(to_kernel(name, x[name])) for name in INPUTS]
-    outs = [tvm.runtime.tensor(_poison(kernel_shape(name, shape), dtype))
+    # every buffer between guard zones: an out-of-bounds write is named, not left to a signal
+    args = [_Guarded(to_kernel(name, x[name])) for name in INPUTS]
+    outs = [_Guarded(_poison(kernel_shape(name, shape), dtype))
             for name, (shape, dtype) in OUTPUTS.items()]
-    kernel(*args, *outs)
-    return {name: from_kernel(name, out.numpy()) for name, out in zip(OUTPUTS, outs)}
+    kernel(*[g.tensor() for g in args + outs])
+    for name, g in zip(list(INPUTS) + list(OUTPUTS), args + outs):
+        g.check(name)
+    return {name: from_kernel(name, out.array.copy()) for name, out in zip(OUTPUTS, outs)}
 
 
 def _child(path):
@@ -106,7 +113,8 @@ def check():
         path = os.path.join(tmp, "outputs.npz")
         cmd = [sys.executable, os.path.abspath(__file__), "--child", path]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT,
+                                  env=_hygiene_env())
         except subprocess.TimeoutExpired as e:
             err = (e.stderr or b"").decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
             stage = ([ln.split(": ", 1)[1] for ln in err.splitlines() if ln.startswith("[repro] stage: ")] or ["?"])[-1]

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from fuzzharness.case import Case
+from fuzzharness.engine import hygiene
 from fuzzharness.verdict import Status, Verdict
 
 REPRODUCES, FIXED, OTHER = 1, 0, 2
@@ -197,6 +198,7 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str = "", versions: di
         + f"\nSCHEDULES = {schedules}\n",
         "# -- inputs and the float64 reference " + "-" * 52 + "\n" + "\n".join(input_lines) + "\n\n\n"
         + "\n".join(ref_lines) + "\n" + UNPACK,
+        hygiene.SCRIPT_SOURCE.strip("\n") + "\n",  # the child runs with heap hygiene
         RUNNER,
     ]
     text = "\n\n".join(p.rstrip("\n") + "\n" for p in parts)
@@ -336,7 +338,8 @@ def check():
         path = os.path.join(tmp, "outputs.npz")
         try:
             proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", path],
-                                  capture_output=True, text=True, timeout=TIMEOUT)
+                                  capture_output=True, text=True, timeout=TIMEOUT,
+                                  env=_hygiene_env())
         except subprocess.TimeoutExpired:
             print(f"actual:    no result within {TIMEOUT} s")
             return 2
