@@ -196,3 +196,36 @@ def test_heap_damage_out_of_the_guard_zones_stops_the_case_that_did_it(memory_en
     assert (v.status.value, v.stage.value, v.details["kind"]) == ("crash", "run", "heap_damage"), v.line()
     assert v.details["malloc_error"] == "free(): invalid pointer"
     assert got[1].status.value == "pass"
+
+
+def test_a_schema_3_database_is_read_and_extended_additively(tmp_path):
+    """Results stored before confirmation existed read as unconfirmed; new ones get it."""
+    from fuzzharness.engine.db import ResultsDB
+    from fuzzharness.verdict import Stage, Status, Verdict
+
+    db = ResultsDB(tmp_path, create=True)
+    db.create_campaign(1, {}, {})
+    db.add_result(0, {"id": "a"}, Verdict(Status.PASS, Stage.DONE), elapsed=0.1, worker=0)
+    db.close()
+    con = sqlite3.connect(tmp_path / "results.sqlite")  # as schema 3 wrote it
+    con.execute("DROP TABLE confirmations")
+    con.execute("ALTER TABLE results DROP COLUMN confirmation")
+    con.execute("ALTER TABLE results DROP COLUMN process")
+    con.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
+    con.commit()
+    con.close()
+    db = ResultsDB(tmp_path)
+    assert db.find_case("0")["verdict"]["status"] == "pass" and db.confirmations() == []
+    v = Verdict(Status.WRONG_RESULT, Stage.VERIFY, digest="d")
+    assert db.add_result(1, {"id": "b"}, v, elapsed=0.1, worker=0, process="7",
+                         confirmation="pending")
+    assert [r["idx"] for r in db.with_confirmation("pending")] == [1]
+    assert [r["idx"] for r in db.predecessors(1, 10)] == []  # #0 ran in no known process
+    db.confirm(1, verdict=v, signature=None, outcome="confirmed", campaign_verdict=v,
+               alone_verdict=v)
+    assert db.confirmation(1)["outcome"] == "confirmed"
+    db.close()
+    con = sqlite3.connect(tmp_path / "results.sqlite")
+    assert con.execute("SELECT idx, confirmation FROM results ORDER BY idx").fetchall() == \
+        [(0, None), (1, "confirmed")]
+    con.close()

@@ -240,7 +240,9 @@ def test_database_migrates_to_the_repros_table_additively(tmp_path):
     assert db.repro("k")["reproduced"] is True and db.repro("k")["signature"] == {"a": 1}
     db.close()
     con = sqlite3.connect(tmp_path / "results.sqlite")
-    assert con.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0] == "3"
+    from fuzzharness.engine.db import SCHEMA_VERSION
+
+    assert con.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0] == str(SCHEMA_VERSION)
 
 
 # -- the regression corpus ----------------------------------------------------------------------------
