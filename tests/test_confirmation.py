@@ -154,6 +154,25 @@ def test_a_confirmed_nondeterministic_failure_keeps_both_outputs(tmp_path, memor
     assert "outputs/0-campaign.npz" in r.stdout
 
 
+def test_a_kernel_reading_memory_it_never_wrote_reads_the_same_garbage_after_other_cases(
+        memory_env):
+    """TVM's workspace pool hands a kernel's temporary the pages an earlier kernel used; with
+    hygiene the kernel runs in a fresh thread (fresh pools) on perturbed memory, so what it
+    reads — and its verdict — does not depend on the cases before it."""
+    def case(name):
+        return Case(workload={"name": name, "params": {"M": 16, "N": 64, "dtype": "float32"}},
+                    inputs={"distribution": "uniform", "seed": 1}, target={"kind": "llvm"}).to_dict()
+
+    tasks = [{"task": 0, "case": case("test_via_temp")}, {"task": 1, "case": case("test_reads_unwritten")},
+             {"task": 2, "case": case("test_reads_unwritten"), "fresh": True}]
+    with WorkerPool(1, timeout=60) as pool:
+        got = {r.task["task"]: r.verdict for r in pool.run(tasks)}
+    assert got[0].status.value == "pass", got[0].line()  # the correct kernel
+    after, alone = got[1], got[2]
+    assert after.is_finding and after.status == alone.status, (after.line(), alone.line())
+    assert after.digest == alone.digest  # the same garbage: glibc's perturbation, 0xFE bytes
+
+
 def test_workers_run_with_glibcs_allocator_checks():
     env = hygiene.hygiene_env({"GLIBC_TUNABLES": "glibc.malloc.mxfast=0", "LD_PRELOAD": "x.so"})
     if hygiene.glibc_version() is None or hygiene.debug_library() is None:
@@ -162,9 +181,12 @@ def test_workers_run_with_glibcs_allocator_checks():
     assert env["LD_PRELOAD"].split() == [hygiene.debug_library(), "x.so"]
     assert hygiene.active(env) == {"malloc_check": 3, "malloc_perturb": 1, "guard_zones": True}
     assert hygiene.active(hygiene.hygiene_env({}, enabled=False))["malloc_check"] == 0
+    case = Case(workload={"name": "row_sum", "params": {"M": 2, "N": 3, "dtype": "float32"}},
+                inputs={"distribution": "uniform", "seed": 1}, target={"kind": "llvm"})
     with WorkerPool(1, timeout=60) as pool:
-        pool.start()
+        (r,) = list(pool.run([{"task": 0, "case": case.to_dict()}]))  # a worker up and running
         (pid,) = pool.pids().values()
+        assert r.verdict.status.value == "pass" and r.process == str(pid)
         with open(f"/proc/{pid}/environ", "rb") as f:
             worker_env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
         with open(f"/proc/{pid}/maps") as f:

@@ -112,15 +112,44 @@ class GuardedBuffer:
 def run_guarded(function, args: list[np.ndarray], n_outputs: int,
                 names: list[str] | None = None) -> list[np.ndarray]:
     """Call ``function`` (a TVM packed function) on guarded copies of ``args`` (inputs, then
-    outputs); check every zone; return the outputs.  Inputs are written back into ``args``
-    so that the caller's check that the kernel left its inputs alone still sees them."""
+    outputs), in a fresh thread (:func:`in_fresh_thread`); check every zone; return the
+    outputs.  Inputs are written back into ``args`` so that the caller's check that the kernel
+    left its inputs alone still sees them."""
     guarded = [GuardedBuffer(a) for a in args]
-    function(*[g.tensor() for g in guarded])
+    in_fresh_thread(function, *[g.tensor() for g in guarded])
     for i, g in enumerate(guarded):
         g.check(names[i] if names and i < len(names) else f"argument {i}")
     for a, g in zip(args, guarded, strict=True):
         a[...] = g.array
     return [g.array.copy() for g in guarded[len(guarded) - n_outputs:]]
+
+
+def in_fresh_thread(function, *args) -> None:
+    """Call ``function(*args)`` in a thread of its own, and wait for it.
+
+    TVM keeps memory for kernels' temporaries in *thread-local* pools (the CPU workspace pool
+    behind ``TVMBackendAllocWorkspace``, and the thread pool of ``parallel`` loops with its
+    workers' own pools) and reuses it without clearing it.  A kernel that reads a temporary it
+    never wrote then reads what an earlier case left there — a verdict that depends on the
+    cases before it (``tests/test_confirmation.py`` has one).  A fresh thread gets fresh
+    pools, whose pages come from malloc (filled by glibc's perturbation,
+    :mod:`fuzzharness.engine.hygiene`) and are freed when it ends.
+    """
+    import threading
+
+    failure: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            function(*args)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+            failure.append(e)
+
+    t = threading.Thread(target=call, name="fuzzharness-kernel")
+    t.start()
+    t.join()
+    if failure:
+        raise failure[0]
 
 
 # -- device buffers: a zone after each (OpenCL, CUDA) ------------------------------------------

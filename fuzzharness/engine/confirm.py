@@ -26,8 +26,9 @@ the minimization see: a failure that does not reproduce alone is never a TVM fin
 itself.  Its worker's earlier cases are the suspects: at the end of the run they are
 replayed in order in a fresh worker (:mod:`fuzzharness.engine.suspects`) to find the case
 after which the failure comes back, and *that* case gets the finding — a ``crash`` of kind
-``heap_damage`` at stage ``run`` (outcome ``damages the worker``), unless it already is a
-finding of its own.
+``heap_damage`` at stage ``run`` (outcome ``damages the worker``), when the failure also
+comes back with just the two of them in a fresh worker, and unless it already is a finding
+of its own.
 
 Durability: a resumed campaign re-submits the confirmations still ``pending`` and runs the
 searches not done yet.  The campaign's outputs of a pending failure live in memory only;
@@ -217,8 +218,9 @@ class Confirmer:
         first = Verdict.from_dict(record["campaign_verdict"])
         result = suspects.search(self.db, victim, first, make_pool, deadline,
                                  task_for=self.task_for)
-        self.db.note_search(victim, result.culprit, result.to_dict())
-        if result.culprit is None:
+        blamed = result.culprit if result.pair_reproduces else None  # see engine/suspects.py
+        self.db.note_search(victim, blamed, result.to_dict())
+        if blamed is None:
             return []
         culprit = self.db.find_case(str(result.culprit))
         own = Verdict.from_dict(culprit["verdict"])
@@ -234,12 +236,11 @@ class Confirmer:
 
 def damage_verdict(victim: int, seen: Verdict, own: Verdict, search: dict[str, Any]) -> Verdict:
     """The finding of a case after which another case fails in the same worker process."""
-    pair = "; alone after it too" if search.get("pair_reproduces") else \
-        f"; only with the {search.get('window', '?')} cases before it run too"
     return Verdict(
         Status.CRASH, Stage.RUN,
         message=(f"case #{victim} fails after this case in one worker process "
-                 f"({seen.status.value}@{seen.stage.value}) and passes alone{pair}: this case "
+                 f"({seen.status.value}@{seen.stage.value}), also in a fresh one with just the "
+                 "two of them, and passes alone: this case "
                  "leaves the process damaged (an out-of-bounds write or heap damage that no "
                  "check caught while it ran)"),
         details={"kind": "heap_damage", "victim": victim, "victim_verdict": seen.line()[:300],

@@ -6,17 +6,21 @@ out-of-bounds write that hit no guard zone, memory a later kernel reads without 
 The suspects are the cases that process ran before it (``results.process``), oldest first.
 
 A *probe* runs the last ``m`` suspects and then the failing case, in order, in one worker
-process that starts fresh for the probe; it *reproduces* when the failing case fails again
+process that starts fresh for the probe (a child of the pool's zygote, ``"sequence"`` task:
+the suspects run first, unreported, as a setup of the task); it *reproduces* when the failing case fails again
 with the same kind of failure.  Assuming one culprit whose damage lasts (what the probes
 then confirm), the probe of the last ``m`` suspects reproduces exactly when ``m`` reaches the
 culprit, so the culprit is found by galloping (``m`` = 1, 2, 4, …: recent culprits, the usual
 ones, cost few and short probes) and then bisecting between the last ``m`` that did not
-reproduce and the first that did.  The culprit is then probed alone with the failing case
-(``pair_reproduces``): when that does not reproduce, the damage needs earlier cases too, and
-the finding says so.
+reproduce and the first that did.  The candidate is then probed alone with the failing case
+(``pair_reproduces``).  Only when that reproduces is the candidate blamed
+(:mod:`fuzzharness.engine.confirm`); otherwise the failure needs several earlier cases, and
+the likelier story is that the *failing* case reads memory it never wrote, which happened to
+hold what they left — then nobody gets a finding, and the search is recorded with the
+failure.
 
-Cost: each probe starts a worker (a TVM import) and runs up to ``2·d`` cases for a culprit
-``d`` cases back; :data:`MAX_SUSPECTS` and the caller's deadline bound it.  When even all
+Cost: each probe forks a fresh worker and runs up to ``2·d`` cases for a culprit ``d`` cases
+back; :data:`MAX_SUSPECTS` and the caller's deadline bound it.  When even all
 ``MAX_SUSPECTS`` predecessors do not bring the failure back, nothing is blamed: the failure
 is recorded as not reproducible (a race, a timing-dependent hang, damage older than that).
 """
@@ -60,31 +64,35 @@ def search(db: ResultsDB, victim: int, first: Verdict, make_pool: Callable[[], A
     row = db.find_case(str(victim))
     result = SearchResult(len(before))
 
-    def task(r: dict[str, Any], key: int) -> dict[str, Any]:
-        spec = {"case": r["case"]} if r and r.get("case") else \
-            {k: v for k, v in task_for(r["idx"]).items() if k != "task"}
-        return {**spec, "task": key}
+    def spec(r: dict[str, Any]) -> dict[str, Any]:
+        if r.get("case"):
+            return {"case": r["case"]}
+        return {k: v for k, v in task_for(r["idx"]).items() if k != "task"}
+
+    pool = make_pool()
 
     def probe(m: int) -> bool | None:
         """Does the victim fail after the last ``m`` suspects?  None: out of time."""
         return probe_rows(before[len(before) - m:] if m else [], m)
 
-    def probe_rows(chosen: list[dict[str, Any]], m: int) -> bool | None:
+    def probe_rows(chosen: list[dict[str, Any]], m: int, label: str = "") -> bool | None:
         if time.monotonic() >= deadline:
             return None
-        tasks = [task(r, i) for i, r in enumerate(chosen)] + [task(row, len(chosen))]
-        pool = make_pool()
-        try:
-            verdicts = {r.task["task"]: r.verdict for r in pool.run(tasks)}
-            broken = pool.restarts > 0  # a suspect killed the worker: the rest ran elsewhere
-        finally:
-            pool.close()
-        again = verdicts.get(len(chosen))
-        ok = reproduces(first, again) or broken
-        result.probes.append({"window": m, "reproduces": ok, "broken": broken,
-                              "victim": again.line()[:160] if again else None})
+        task = {**spec(row), "task": len(result.probes), "fresh": True,
+                "sequence": [{**spec(r), "task": f"earlier-{r['idx']}"} for r in chosen]}
+        (r,) = list(pool.run([task]))
+        ok = reproduces(first, r.verdict)
+        result.probes.append({"window": m, "reproduces": ok, "victim": r.verdict.line()[:160],
+                              **({"probe": label} if label else {})})
         return ok
 
+    try:
+        return _search(result, before, probe, probe_rows, start)
+    finally:
+        pool.close()
+
+
+def _search(result: SearchResult, before, probe, probe_rows, start: float) -> SearchResult:
     if not before:
         result.note = "no earlier case ran in its worker process"
         return _done(result, start)
@@ -117,7 +125,7 @@ def search(db: ResultsDB, victim: int, first: Verdict, make_pool: Callable[[], A
     if hi == 1:
         result.pair_reproduces = True
     else:  # the culprit alone, then the victim
-        result.pair_reproduces = probe_rows([before[len(before) - hi]], 1)
+        result.pair_reproduces = probe_rows([before[len(before) - hi]], 1, "the culprit alone")
     return _done(result, start)
 
 

@@ -152,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         except OSError:  # /dev/null
             pass
         stage[0] = "generate"
+        if task.get("sequence"):  # first the cases that ran before it (engine/suspects.py)
+            _run_quietly(task, send, run_task)
         try:
             run_task(task, send)
         except BaseException as e:  # noqa: BLE001 - report, then keep serving
@@ -171,6 +173,20 @@ def main(argv: list[str] | None = None) -> int:
         if retiring[0]:
             return 0
     return 0
+
+
+def _run_quietly(task, send, run_task) -> None:
+    """Run ``task["sequence"]`` — the cases a campaign's worker ran before this one — without
+    reporting them, as a one-time setup of the task (its clock stops meanwhile)."""
+    tid = task.get("task")
+    send({"task": tid, "setup": "earlier cases", "seconds": 0.0})
+    for earlier in task["sequence"]:
+        try:
+            run_task(earlier, lambda msg: None)
+        except Exception:  # noqa: BLE001, S110 - what they do is not this task's verdict
+            pass
+    sys.stderr.flush()
+    send({"task": tid, "setup_done": "earlier cases", "seconds": 0.0})
 
 
 def _escaped(e: BaseException, stage: str):

@@ -19,7 +19,11 @@ from its program as if TVM had miscompiled it (see ``tests/plugins/wrong_program
                        test of *who gets the blame* needs;
 ``test_noisy``         the kernel adds a fresh random number (``test_memory_bugs.noise``) to
                        each row's sum: it fails every time, with other output bits every time
-                       — the signature of a read of unwritten memory.
+                       — the signature of a read of unwritten memory;
+``test_via_temp``      the kernel sums through a temporary ``W`` (a copy of ``A``): correct;
+``test_reads_unwritten``  the same, but ``W`` is never written: the kernel sums whatever the
+                       memory held.  ``W`` is large enough (≥ 1 KiB) to come from TVM's CPU
+                       workspace pool, which hands it the pages an earlier kernel's ``W`` had.
 """
 
 from __future__ import annotations
@@ -96,6 +100,43 @@ class Noisy(_Kernel):
     name = "test_noisy"
     description = "row sum whose kernel adds a random number to each row (tests only)"
     call = 'T.call_packed("test_memory_bugs.noise")'
+
+
+class _ThroughTemp(RowSum):
+    dtype_labels = ("float32",)
+    default = False
+    fill = "A[vi, vj]"
+
+    def kernel_source(self, p: dict[str, Any]) -> str:
+        m, n = p["M"], p["N"]
+        return f'''
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer(({m}, {n}), "float32"), B: T.Buffer(({m},), "float32")):
+    W = T.alloc_buffer(({m}, {n}), "float32")
+    for i, j in T.grid({m}, {n}):
+        with T.sblock("W"):
+            vi, vj = T.axis.remap("SS", [i, j])
+            W[vi, vj] = {self.fill}
+    for i, j in T.grid({m}, {n}):
+        with T.sblock("B"):
+            vi, vj = T.axis.remap("SR", [i, j])
+            with T.init():
+                B[vi] = T.float32(0)
+            B[vi] = B[vi] + W[vi, vj]
+'''
+
+
+@register_workload
+class ViaTemp(_ThroughTemp):
+    name = "test_via_temp"
+    description = "row sum through a temporary copy of its input (tests only)"
+
+
+@register_workload
+class ReadsUnwritten(_ThroughTemp):
+    name = "test_reads_unwritten"
+    description = "row sum of a temporary that nothing wrote (tests only)"
+    fill = "W[vi, vj]"
 
 
 _plain_execution_run = Execution.run
