@@ -17,10 +17,19 @@ minimizer, replay and repro child process in its environment) make that determin
     to it, usually inside the case that did it.  Since glibc 2.34 the checking allocator is
     a separate library that must be preloaded (``LD_PRELOAD=libc_malloc_debug.so.0``); it
     also turns off the per-thread cache, whose free-list pointers would otherwise be the
-    first bytes of a reused block (so, without it, perturbation misses small blocks).
+    first bytes of a reused block (so, without it, perturbation misses small blocks);
+``glibc.pthread.stack_cache_size=0``  a new thread gets a new, zero-filled stack instead of
+    the stack of a thread that ended.  Kernels run in a thread of their own
+    (:func:`fuzzharness.backends.redzone.in_fresh_thread`, so that TVM's thread-local
+    workspace and thread pools start empty), and so do the pool threads of their parallel
+    loops: without this, their temporaries on the stack would hold what an earlier case's
+    threads left.  (Measured: a float32 ``layer_norm`` case with a parallel loop, seed
+    20261124 #92, gave a different wrong result after some earlier cases than alone; with
+    the stack cache off it gives the same one in every order.)
 
-(glibc 2.36 reads ``glibc.malloc.check`` at start-up and removes it from the process's copy of
-``GLIBC_TUNABLES``: ``/proc/PID/environ`` of a worker no longer shows it, its effect stays.)
+(In a running worker, ``/proc/PID/environ`` shows ``GLIBC_TUNABLES`` cut down to its first
+tunable — glibc rewrites the variable while reading it; the effects of all of them stay, as
+``tests/test_confirmation.py`` checks one by one.)
 
 Measured on the 2-core CI machine (TVM 0.27, glibc 2.36): ``import tvm`` costs the same
 with and without (1.1–1.2 s CPU); a TVM tensor written one element past its end is silently
@@ -28,11 +37,11 @@ survived without the checks (sizes 16–4096 elements) and aborts with ``free():
 pointer`` with them, every time.  What the checks cost per case is in the README
 ("Confirmation and heap hygiene").
 
-Limits: memory TVM recycles itself is not malloc'd per use and so is neither perturbed nor
-checked — the CPU workspace pool behind ``TVMBackendAllocWorkspace`` keeps freed pages for
-the next kernel in the same thread, and small temporaries live on the stack.  Guard zones
-around argument buffers (:mod:`fuzzharness.backends.redzone`) and confirmation of every
-failure in a fresh worker (:mod:`fuzzharness.engine.confirm`) cover what this cannot.
+Limits: memory that is neither malloc'd per use nor a fresh thread's stack is neither
+perturbed nor checked (the Relax VM's pooled allocator, memory a library recycles itself).
+Guard zones around argument buffers (:mod:`fuzzharness.backends.redzone`) and confirmation
+of every failure in a fresh worker (:mod:`fuzzharness.engine.confirm`) cover what this
+cannot.
 
 Other C libraries (musl, macOS) ignore these variables: the environment is left as it is.
 On glibc before 2.34, ``MALLOC_CHECK_``/``MALLOC_PERTURB_`` do the same without a preload.
@@ -52,7 +61,12 @@ CHECK = 3
 DEBUG_LIBRARY = "libc_malloc_debug.so.0"
 #: read by the llvm backend in the worker: guard zones around argument buffers (1/0)
 GUARD_ZONES_ENV = "FUZZHARNESS_GUARD_ZONES"
-TUNABLES = {"glibc.malloc.perturb": str(PERTURB), "glibc.malloc.check": str(CHECK)}
+#: (order matters, measured with glibc 2.36: with glibc.malloc.check before it,
+#: glibc.pthread.stack_cache_size had no effect — so check comes last)
+TUNABLES = {"glibc.malloc.perturb": str(PERTURB), "glibc.pthread.stack_cache_size": "0",
+            "glibc.malloc.check": str(CHECK)}
+#: the tunables that need no preloaded library
+PLAIN_TUNABLES = {k: v for k, v in TUNABLES.items() if k != "glibc.malloc.check"}
 
 
 def glibc_version() -> tuple[int, int] | None:
@@ -109,8 +123,7 @@ def hygiene_env(env: Mapping[str, str], *, enabled: bool = True) -> dict[str, st
         return out
     library = debug_library()
     if library is None:  # perturbation works without the library (check does not)
-        out["GLIBC_TUNABLES"] = _merge_tunables(out.get("GLIBC_TUNABLES", ""),
-                                                {"glibc.malloc.perturb": str(PERTURB)})
+        out["GLIBC_TUNABLES"] = _merge_tunables(out.get("GLIBC_TUNABLES", ""), PLAIN_TUNABLES)
         return out
     out["GLIBC_TUNABLES"] = _merge_tunables(out.get("GLIBC_TUNABLES", ""), TUNABLES)
     preload = [p for p in out.get("LD_PRELOAD", "").replace(":", " ").split()
@@ -164,7 +177,8 @@ def _hygiene_env():
         dirs += [os.path.dirname(ln.split()[-1]) for ln in maps if ln.rstrip().endswith("/libc.so.6")]
     lib = next((os.path.join(d, "libc_malloc_debug.so.0") for d in dirs + ["/lib64", "/usr/lib64"]
                 if os.path.exists(os.path.join(d, "libc_malloc_debug.so.0"))), None)
-    ours = "glibc.malloc.perturb=1" + (":glibc.malloc.check=3" if lib else "")
+    ours = ("glibc.malloc.perturb=1:glibc.pthread.stack_cache_size=0"
+            + (":glibc.malloc.check=3" if lib else ""))
     env["GLIBC_TUNABLES"] = ":".join(t for t in (env.get("GLIBC_TUNABLES", ""), ours) if t)
     if lib:
         env["LD_PRELOAD"] = " ".join(p for p in (lib, env.get("LD_PRELOAD", "")) if p)
