@@ -177,8 +177,7 @@ def test_workers_run_with_glibcs_allocator_checks():
     env = hygiene.hygiene_env({"GLIBC_TUNABLES": "glibc.malloc.mxfast=0", "LD_PRELOAD": "x.so"})
     if hygiene.glibc_version() is None or hygiene.debug_library() is None:
         pytest.skip("not glibc ≥ 2.34 with libc_malloc_debug")
-    assert env["GLIBC_TUNABLES"] == ("glibc.malloc.mxfast=0:glibc.malloc.perturb=1:"
-                                     "glibc.pthread.stack_cache_size=0:glibc.malloc.check=3")
+    assert env["GLIBC_TUNABLES"] == "glibc.malloc.mxfast=0:glibc.malloc.perturb=1:glibc.malloc.check=3"
     assert env["LD_PRELOAD"].split() == [hygiene.debug_library(), "x.so"]
     assert hygiene.active(env) == {"malloc_check": 3, "malloc_perturb": 1, "guard_zones": True}
     assert hygiene.active(hygiene.hygiene_env({}, enabled=False))["malloc_check"] == 0

@@ -19,7 +19,11 @@ then runs again in a worker process that has run nothing before (a ``"fresh"`` t
                                         ``<idx>-alone.npz``;
 ``not reproduced alone``                anything else.  The stored verdict becomes the one
                                         seen alone (usually a pass), and the campaign's is
-                                        kept in ``confirmations.campaign_verdict``.
+                                        kept in ``confirmations.campaign_verdict``.  At the
+                                        end of the run it runs alone twice more: failing
+                                        again then, it is the case's own nondeterministic
+                                        failure after all (``confirmed, nondeterministic
+                                        output``: a data race, say).
 
 Only then does the result get its bucket — which is what the summary, the exit status and
 the minimization see: a failure that does not reproduce alone is never a TVM finding by
@@ -172,8 +176,13 @@ class Confirmer:
         self.db.confirm(idx, verdict=final, signature=sig, outcome=outcome,
                         campaign_verdict=first, alone_verdict=alone, outputs=files,
                         search=search)
-        self.counts[outcome] = self.counts.get(outcome, 0) + 1
+        self._count(outcome, 1)
         return [Change(idx, final, sig, old_status=first.status.value)]
+
+    def _count(self, outcome: str, n: int) -> None:
+        self.counts[outcome] = self.counts.get(outcome, 0) + n
+        if self.counts[outcome] <= 0:
+            del self.counts[outcome]
 
     def _keep_outputs(self, idx: int, campaign: str | None, alone: str | None) -> list[str]:
         files = []
@@ -218,6 +227,15 @@ class Confirmer:
         first = Verdict.from_dict(record["campaign_verdict"])
         result = suspects.search(self.db, victim, first, make_pool, deadline,
                                  task_for=self.task_for)
+        if result.fails_alone:  # its own failure after all, only not every time
+            row = self.db.find_case(str(victim))
+            now = Verdict.from_dict(row["verdict"])
+            sig = signature(row["case"], first)
+            self.db.confirm(victim, verdict=first, signature=sig, outcome=NONDETERMINISTIC,
+                            search=result.to_dict())
+            self._count(NOT_ALONE, -1)
+            self._count(NONDETERMINISTIC, 1)
+            return [Change(victim, first, sig, old_status=now.status.value)]
         blamed = result.culprit if result.pair_reproduces else None  # see engine/suspects.py
         self.db.note_search(victim, blamed, result.to_dict())
         if blamed is None:
@@ -230,7 +248,7 @@ class Confirmer:
         sig = signature(culprit["case"], verdict)
         self.db.confirm(result.culprit, verdict=verdict, signature=sig, outcome=DAMAGES,
                         campaign_verdict=own, search=result.to_dict())
-        self.counts[DAMAGES] = self.counts.get(DAMAGES, 0) + 1
+        self._count(DAMAGES, 1)
         return [Change(result.culprit, verdict, sig, old_status=own.status.value)]
 
 

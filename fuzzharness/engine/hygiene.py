@@ -17,15 +17,7 @@ minimizer, replay and repro child process in its environment) make that determin
     to it, usually inside the case that did it.  Since glibc 2.34 the checking allocator is
     a separate library that must be preloaded (``LD_PRELOAD=libc_malloc_debug.so.0``); it
     also turns off the per-thread cache, whose free-list pointers would otherwise be the
-    first bytes of a reused block (so, without it, perturbation misses small blocks);
-``glibc.pthread.stack_cache_size=0``  a new thread gets a new, zero-filled stack instead of
-    the stack of a thread that ended.  Kernels run in a thread of their own
-    (:func:`fuzzharness.backends.redzone.in_fresh_thread`, so that TVM's thread-local
-    workspace and thread pools start empty), and so do the pool threads of their parallel
-    loops: without this, their temporaries on the stack would hold what an earlier case's
-    threads left.  (Measured: a float32 ``layer_norm`` case with a parallel loop, seed
-    20261124 #92, gave a different wrong result after some earlier cases than alone; with
-    the stack cache off it gives the same one in every order.)
+    first bytes of a reused block (so, without it, perturbation misses small blocks).
 
 (In a running worker, ``/proc/PID/environ`` shows ``GLIBC_TUNABLES`` cut down to its first
 tunable — glibc rewrites the variable while reading it; the effects of all of them stay, as
@@ -37,11 +29,18 @@ survived without the checks (sizes 16–4096 elements) and aborts with ``free():
 pointer`` with them, every time.  What the checks cost per case is in the README
 ("Confirmation and heap hygiene").
 
-Limits: memory that is neither malloc'd per use nor a fresh thread's stack is neither
-perturbed nor checked (the Relax VM's pooled allocator, memory a library recycles itself).
-Guard zones around argument buffers (:mod:`fuzzharness.backends.redzone`) and confirmation
-of every failure in a fresh worker (:mod:`fuzzharness.engine.confirm`) cover what this
-cannot.
+Kernels also run in a thread of their own (:func:`fuzzharness.backends.redzone.in_fresh_thread`)
+so that TVM's thread-local workspace and thread pools, which recycle memory without malloc,
+start empty for every case.
+
+Limits: memory that is not malloc'd per use is neither perturbed nor checked (stack
+temporaries, the Relax VM's pooled allocator, memory a library recycles itself), and no
+allocator setting makes a data race deterministic: seed 20261124 case #92, a float32
+``layer_norm`` whose merged loop nest runs ``parallel``, gives a different wrong result on
+most runs and passes on some, alone or not.  Guard zones around argument buffers
+(:mod:`fuzzharness.backends.redzone`) and confirmation of every failure in a fresh worker
+(:mod:`fuzzharness.engine.confirm`, which also re-runs alone a failure that seemed not to
+reproduce) cover what this cannot.
 
 Other C libraries (musl, macOS) ignore these variables: the environment is left as it is.
 On glibc before 2.34, ``MALLOC_CHECK_``/``MALLOC_PERTURB_`` do the same without a preload.
@@ -61,10 +60,7 @@ CHECK = 3
 DEBUG_LIBRARY = "libc_malloc_debug.so.0"
 #: read by the llvm backend in the worker: guard zones around argument buffers (1/0)
 GUARD_ZONES_ENV = "FUZZHARNESS_GUARD_ZONES"
-#: (order matters, measured with glibc 2.36: with glibc.malloc.check before it,
-#: glibc.pthread.stack_cache_size had no effect — so check comes last)
-TUNABLES = {"glibc.malloc.perturb": str(PERTURB), "glibc.pthread.stack_cache_size": "0",
-            "glibc.malloc.check": str(CHECK)}
+TUNABLES = {"glibc.malloc.perturb": str(PERTURB), "glibc.malloc.check": str(CHECK)}
 #: the tunables that need no preloaded library
 PLAIN_TUNABLES = {k: v for k, v in TUNABLES.items() if k != "glibc.malloc.check"}
 
@@ -177,8 +173,7 @@ def _hygiene_env():
         dirs += [os.path.dirname(ln.split()[-1]) for ln in maps if ln.rstrip().endswith("/libc.so.6")]
     lib = next((os.path.join(d, "libc_malloc_debug.so.0") for d in dirs + ["/lib64", "/usr/lib64"]
                 if os.path.exists(os.path.join(d, "libc_malloc_debug.so.0"))), None)
-    ours = ("glibc.malloc.perturb=1:glibc.pthread.stack_cache_size=0"
-            + (":glibc.malloc.check=3" if lib else ""))
+    ours = "glibc.malloc.perturb=1" + (":glibc.malloc.check=3" if lib else "")
     env["GLIBC_TUNABLES"] = ":".join(t for t in (env.get("GLIBC_TUNABLES", ""), ours) if t)
     if lib:
         env["LD_PRELOAD"] = " ".join(p for p in (lib, env.get("LD_PRELOAD", "")) if p)

@@ -5,6 +5,10 @@ something an earlier case in the same worker process left behind: heap damage, a
 out-of-bounds write that hit no guard zone, memory a later kernel reads without writing.
 The suspects are the cases that process ran before it (``results.process``), oldest first.
 
+First the failing case runs alone twice more (:data:`ALONE_AGAIN`): a failure that comes
+back then is the case's own, only not every time — a data race in a parallel kernel, say —
+and is recorded as a nondeterministic finding of that case, with nobody else suspected.
+
 A *probe* runs the last ``m`` suspects and then the failing case, in order, in one worker
 process that starts fresh for the probe (a child of the pool's zygote, ``"sequence"`` task:
 the suspects run first, unreported, as a setup of the task); it *reproduces* when the failing case fails again
@@ -13,7 +17,7 @@ then confirm), the probe of the last ``m`` suspects reproduces exactly when ``m`
 culprit, so the culprit is found by galloping (``m`` = 1, 2, 4, …: recent culprits, the usual
 ones, cost few and short probes) and then bisecting between the last ``m`` that did not
 reproduce and the first that did.  The candidate is then probed alone with the failing case
-(``pair_reproduces``).  Only when that reproduces is the candidate blamed
+(``pair_reproduces``: twice in a row).  Only when that reproduces is the candidate blamed
 (:mod:`fuzzharness.engine.confirm`); otherwise the failure needs several earlier cases, and
 the likelier story is that the *failing* case reads memory it never wrote, which happened to
 hold what they left — then nobody gets a finding, and the search is recorded with the
@@ -36,6 +40,7 @@ from fuzzharness.engine.db import ResultsDB
 from fuzzharness.verdict import Verdict
 
 MAX_SUSPECTS = 64
+ALONE_AGAIN = 2  # extra runs of the failing case alone before its predecessors are suspected
 
 
 @dataclasses.dataclass
@@ -44,6 +49,7 @@ class SearchResult:
     culprit: int | None = None
     window: int | None = None  # how many predecessors the smallest reproducing probe ran
     pair_reproduces: bool | None = None
+    fails_alone: bool = False  # it failed again alone, in one of the extra runs: flaky
     probes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     seconds: float = 0.0
     note: str = ""
@@ -93,6 +99,17 @@ def search(db: ResultsDB, victim: int, first: Verdict, make_pool: Callable[[], A
 
 
 def _search(result: SearchResult, before, probe, probe_rows, start: float) -> SearchResult:
+    # A failure that comes and goes by itself (a data race in a parallel kernel) is the
+    # case's own: alone again, twice, before anything earlier is suspected.
+    for _ in range(ALONE_AGAIN):
+        got = probe(0)
+        if got is None:
+            result.note = "stopped at the time limit"
+            return _done(result, start)
+        if got:
+            result.fails_alone = True
+            result.note = "it fails alone too, on some runs: a nondeterministic failure of its own"
+            return _done(result, start)
     if not before:
         result.note = "no earlier case ran in its worker process"
         return _done(result, start)
@@ -122,10 +139,10 @@ def _search(result: SearchResult, before, probe, probe_rows, start: float) -> Se
         lo, hi = (lo, mid) if got else (mid, hi)
     result.window = hi
     result.culprit = before[len(before) - hi]["idx"]
-    if hi == 1:
-        result.pair_reproduces = True
-    else:  # the culprit alone, then the victim
-        result.pair_reproduces = probe_rows([before[len(before) - hi]], 1, "the culprit alone")
+    # the candidate alone, then the failing case: twice (once more when that was the window)
+    pair = [before[len(before) - hi]]
+    result.pair_reproduces = all(probe_rows(pair, 1, "the candidate alone") is True
+                                 for _ in range(1 if hi == 1 else 2))
     return _done(result, start)
 
 
