@@ -169,8 +169,12 @@ def _hygiene_env():
         return env
     env["MALLOC_CHECK_"], env["MALLOC_PERTURB_"] = "3", "1"  # glibc before 2.34
     dirs = []
-    with open("/proc/self/maps") as maps:
-        dirs += [os.path.dirname(ln.split()[-1]) for ln in maps if ln.rstrip().endswith("/libc.so.6")]
+    try:
+        with open("/proc/self/maps") as maps:
+            dirs += [os.path.dirname(ln.split()[-1]) for ln in maps
+                     if ln.rstrip().endswith("/libc.so.6")]
+    except OSError:
+        pass
     lib = next((os.path.join(d, "libc_malloc_debug.so.0") for d in dirs + ["/lib64", "/usr/lib64"]
                 if os.path.exists(os.path.join(d, "libc_malloc_debug.so.0"))), None)
     ours = "glibc.malloc.perturb=1" + (":glibc.malloc.check=3" if lib else "")
