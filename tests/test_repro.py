@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from fuzzharness.buckets.signatures import signature
+from fuzzharness.campaign.db import SCHEMA_VERSION
 from fuzzharness.core.case import Case
 from fuzzharness.core.tvm_support import trace_to_json, versions
 from fuzzharness.core.verdict import Status
@@ -247,7 +248,7 @@ def test_database_migrates_to_the_repros_table_additively(tmp_path):
     assert db.repro("k")["reproduced"] is True and db.repro("k")["signature"] == {"a": 1}
     db.close()
     con = sqlite3.connect(tmp_path / "results.sqlite")
-    assert con.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0] == "4"
+    assert con.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0] == str(SCHEMA_VERSION)
 
 
 def test_root_causes_group_the_repros_of_a_version_3_database(tmp_path):

@@ -42,7 +42,7 @@ from fuzzharness.backends.device import (
     lower_device,
 )
 from fuzzharness.backends.launch import LaunchPlan
-from fuzzharness.backends.opencl import check_redzone, redzone_bytes, with_redzone
+from fuzzharness.backends.redzone import check_redzone, redzone_bytes, with_redzone
 from fuzzharness.oracles.numerics import numpy_dtype
 
 DEFAULT_ARCH = "sm_90"
@@ -318,7 +318,7 @@ class CUDABackend(Backend):
             for p, a, spec in zip(ptrs, args, plan.params, strict=True):
                 full = np.empty(a.nbytes + redzone_bytes(a.nbytes), np.uint8)
                 d.read(p, full)  # inputs too: execute checks that they are unchanged
-                check_redzone(full, a.nbytes, spec.name)
+                check_redzone(full, a.nbytes, spec.name, a.dtype)
                 a[...] = full[: a.nbytes].view(a.dtype).reshape(a.shape)
         finally:
             for p in [*ptrs, *temps.values()]:

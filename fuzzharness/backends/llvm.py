@@ -1,7 +1,15 @@
-"""The llvm (CPU) backend: TVM's own build steps, split by stage, run in-process."""
+"""The llvm (CPU) backend: TVM's own build steps, split by stage, run in-process.
+
+Arguments are passed to the kernel between guard zones (:mod:`fuzzharness.backends.redzone`,
+unless ``$FUZZHARNESS_GUARD_ZONES`` is 0): an out-of-bounds write is a ``crash`` of kind
+``out_of_bounds`` naming the parameter, at the case that did it.  The parameter names travel
+from :meth:`LLVMBackend.lower` (which sees the PrimFunc) through :class:`LLVMCode` and
+:class:`LLVMProgram` to :meth:`LLVMBackend.run`.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from fuzzharness.backends.base import Backend, register
@@ -40,23 +48,58 @@ def codegen_tir(lowered, pass_config: dict[str, Any] | None = None):
         return tir_to_runtime(host_mod, device_mods, host)
 
 
+class LoweredTIR(tuple):
+    """``(host_mod, device_mods, target_host)`` as :func:`lower_tir` returns it, plus the
+    names of the PrimFunc's buffer parameters in call order (``param_names``)."""
+
+    param_names: list[str]
+
+
+@dataclasses.dataclass
+class LLVMCode:
+    runtime_module: Any  # what tir_to_runtime made (exported as is by the RPC backend)
+    param_names: list[str]
+
+
+@dataclasses.dataclass
+class LLVMProgram:
+    function: Any  # the JIT-compiled ``main``
+    param_names: list[str]
+
+
+def param_names(mod) -> list[str]:
+    return [str(p.name) for p in mod["main"].params]  # TVM 0.27: buffer parameters
+
+
 @register
 class LLVMBackend(Backend):
     name = "llvm"
 
     def lower(self, mod, target, pass_config):
-        return lower_tir(mod, target, pass_config)
+        lowered = LoweredTIR(lower_tir(mod, target, pass_config))
+        lowered.param_names = param_names(mod)
+        return lowered
 
     def codegen(self, lowered, target):
-        return codegen_tir(lowered)
+        return LLVMCode(codegen_tir(lowered), list(getattr(lowered, "param_names", [])))
 
-    def build(self, runtime_module):
+    def build(self, code):
         # LLVM compiles lazily: looking the function up runs the JIT.
-        return runtime_module["main"]
+        if isinstance(code, LLVMCode):
+            return LLVMProgram(code.runtime_module["main"], code.param_names)
+        return LLVMProgram(code["main"], [])  # a runtime module from elsewhere
 
     def run(self, program, args, n_outputs):
+        from fuzzharness.core.hygiene import guard_zones_enabled
+
+        function, names = (program.function, program.param_names) \
+            if isinstance(program, LLVMProgram) else (program, [])
+        if guard_zones_enabled():
+            from fuzzharness.backends.redzone import run_guarded
+
+            return run_guarded(function, args, n_outputs, names)
         import tvm
 
         tensors = [tvm.runtime.tensor(a) for a in args]
-        program(*tensors)
+        function(*tensors)
         return [t.numpy() for t in tensors[len(tensors) - n_outputs :]]

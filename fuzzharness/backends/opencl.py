@@ -39,6 +39,11 @@ from fuzzharness.backends.device import (
     lower_device,
 )
 from fuzzharness.backends.launch import LaunchPlan, Texture
+from fuzzharness.backends.redzone import (  # shared with CUDA and the llvm guard zones
+    check_redzone,
+    redzone_bytes,
+    with_redzone,
+)
 from fuzzharness.oracles.numerics import numpy_dtype
 
 TEXTURE_SCOPES = ("global.texture", "global.texture-nhwc", "global.texture-weight")
@@ -252,39 +257,8 @@ class _Memory:
         full = np.empty(like.nbytes + redzone_bytes(like.nbytes), np.uint8)
         cl.enqueue_copy(self.queue, full, mem)
         self.queue.finish()
-        check_redzone(full, like.nbytes, spec.name)
+        check_redzone(full, like.nbytes, spec.name, like.dtype)
         return full[: like.nbytes].view(like.dtype).reshape(like.shape)
-
-
-CANARY = 0xA5
-
-
-def redzone_bytes(nbytes: int) -> int:
-    return max(4096, nbytes)
-
-
-def with_redzone(content: np.ndarray) -> np.ndarray:
-    """``content``'s bytes followed by a red zone of canary bytes, as one uint8 array.
-
-    A kernel that writes past the end of a buffer (an unguarded tail of a non-dividing split,
-    say) lands in the red zone instead of the runtime's heap; the read-back then reports it
-    as an out-of-bounds write instead of the worker dying of heap corruption later.
-    """
-    raw = np.ascontiguousarray(content).view(np.uint8).reshape(-1)
-    out = np.full(raw.size + redzone_bytes(raw.size), CANARY, np.uint8)
-    out[: raw.size] = raw
-    return out
-
-
-def check_redzone(full: np.ndarray, nbytes: int, name: str) -> None:
-    zone = full[nbytes:]
-    bad = np.flatnonzero(zone != CANARY)
-    if bad.size:
-        raise GeneratedCodeError(
-            f"out-of-bounds write: the kernels wrote past the end of {name} "
-            f"(bytes +{int(bad[0])}..+{int(bad[-1])} after its {nbytes} bytes)",
-            {"oob_write": {"buffer": name, "first": int(bad[0]), "last": int(bad[-1])}},
-        )
 
 
 def _first_error(log: str) -> str:

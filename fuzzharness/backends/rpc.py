@@ -53,7 +53,6 @@ from collections.abc import Callable
 from typing import Any
 
 from fuzzharness.backends.base import Backend, backends
-from fuzzharness.backends.device import DeviceCode
 from fuzzharness.core import warmup
 
 ENV = "FUZZHARNESS_RPC"
@@ -231,9 +230,8 @@ class RemoteBackend(Backend):
         return self.local.codegen(lowered, target)
 
     def build(self, runtime_module):
-
-        module = runtime_module.runtime_module if isinstance(runtime_module, DeviceCode) \
-            else runtime_module
+        # DeviceCode (GPU backends) and LLVMCode keep TVM's module as ``runtime_module``
+        module = getattr(runtime_module, "runtime_module", runtime_module)
         if module is None:
             raise RuntimeError(f"the {self.name} backend keeps no TVM runtime module to export")
         tmp = tempfile.TemporaryDirectory(prefix="fuzzharness-rpc-")

@@ -14,7 +14,13 @@ Tables::
     sessions(id, started, ended, cases, argv)   each run or resume of the campaign
     results(idx PRIMARY KEY, case_id, workload, dtype, target, status, stage, ratio,
             worst_error, digest, elapsed, finished, worker, session, case_json, verdict_json,
-            bucket)                   bucket: key of the failure's bucket (NULL: no failure)
+            bucket, process, confirmation)
+                                      bucket: key of the failure's bucket (NULL: no failure,
+                                      or a failure not confirmed yet); process: the worker
+                                      process that ran it (its earlier cases are suspects);
+                                      confirmation: what re-running a failure alone showed
+                                      (fuzzharness.campaign.confirm; NULL: not a finding, or
+                                      confirmation off or older than schema 5)
     buckets(key PRIMARY KEY, symptom, stage, title, signature, first_seen, last_seen, count,
             example_idx, example_case_id)
                                       one row per distinct failure (fuzzharness.buckets.signatures);
@@ -27,6 +33,14 @@ Tables::
                                       in every verification run in a fresh process;
                                       root_cause: the key of the minimized case's root cause
                                       (fuzzharness.buckets.root_causes), its fields as JSON
+    confirmations(idx PRIMARY KEY, outcome, campaign_verdict, alone_verdict, outputs,
+                  culprit, search, finished)
+                                      one row per confirmed (or refuted) failure: the verdict
+                                      seen in the campaign's worker and the one seen alone
+                                      (JSON), the .npz files of both outputs when they differ
+                                      (JSON list, relative to the campaign directory), the
+                                      case found to have damaged the worker (culprit) and how
+                                      it was searched (JSON)
 
 Root causes are not a table of their own: :meth:`ResultsDB.root_causes` groups the repros by
 ``root_cause`` (buckets that minimized to one trigger are one root cause).
@@ -37,7 +51,9 @@ results that name the bucket, even across a SIGKILL.
 Schema history: 1 → 2 added ``results.bucket`` and ``buckets``; a version-1 database is
 migrated (additively, buckets recomputed from the stored verdicts) when opened.  2 → 3 added
 ``repros`` (additive: an empty table).  3 → 4 added ``repros.root_cause`` and
-``repros.root_cause_fields`` (additive; NULL for repros written before).
+``repros.root_cause_fields`` (additive; NULL for repros written before).  4 → 5 added
+``results.process``, ``results.confirmation`` and ``confirmations`` (additive: older results
+read as unconfirmed).
 """
 
 from __future__ import annotations
@@ -58,7 +74,7 @@ if TYPE_CHECKING:
     from fuzzharness.buckets.signatures import Signature
 
 APPLICATION = "tvm-fuzzharness"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 DB_NAME = "results.sqlite"
 
 SCHEMA = """
@@ -94,7 +110,9 @@ CREATE TABLE IF NOT EXISTS results(
     session INTEGER,
     case_json TEXT,
     verdict_json TEXT NOT NULL,
-    bucket TEXT
+    bucket TEXT,
+    process TEXT,
+    confirmation TEXT
 );
 CREATE INDEX IF NOT EXISTS results_case_id ON results(case_id);
 CREATE INDEX IF NOT EXISTS results_status ON results(status);
@@ -133,7 +151,21 @@ CREATE TABLE IF NOT EXISTS repros(
     root_cause TEXT,
     root_cause_fields TEXT
 );
+""" + """
+CREATE TABLE IF NOT EXISTS confirmations(
+    idx INTEGER PRIMARY KEY,
+    outcome TEXT NOT NULL,
+    campaign_verdict TEXT,
+    alone_verdict TEXT,
+    outputs TEXT,
+    culprit INTEGER,
+    search TEXT,
+    finished REAL NOT NULL
+);
 """
+CONFIRMATION_FIELDS = ("idx", "outcome", "campaign_verdict", "alone_verdict", "outputs",
+                       "culprit", "search", "finished")
+RESULT_COLUMNS = 19
 REPRO_FIELDS = ("bucket", "case_id", "case_json", "signature", "path", "reproduced", "runs",
                 "exit_code", "output", "original_length", "length", "minimize_seconds",
                 "minimize_runs", "title", "notes", "created", "root_cause", "root_cause_fields")
@@ -256,11 +288,19 @@ class ResultsDB:
                 self._rebuild_buckets()
         if schema < 3:
             self.conn.executescript(SCHEMA)  # the repros table (IF NOT EXISTS: additive)
-        columns = {r[1] for r in self.conn.execute("PRAGMA table_info(repros)")}
-        with self.conn:
-            for col in ("root_cause", "root_cause_fields"):
-                if col not in columns:
-                    self.conn.execute(f"ALTER TABLE repros ADD COLUMN {col} TEXT")
+        if schema < 4:
+            columns = {r[1] for r in self.conn.execute("PRAGMA table_info(repros)")}
+            with self.conn:
+                for col in ("root_cause", "root_cause_fields"):
+                    if col not in columns:
+                        self.conn.execute(f"ALTER TABLE repros ADD COLUMN {col} TEXT")
+        if schema < 5:
+            columns = {r[1] for r in self.conn.execute("PRAGMA table_info(results)")}
+            with self.conn:
+                for column in ("process", "confirmation"):  # after bucket, as in SCHEMA
+                    if column not in columns:
+                        self.conn.execute(f"ALTER TABLE results ADD COLUMN {column} TEXT")
+            self.conn.executescript(SCHEMA)  # the confirmations table
         with self.conn:
             self.conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'",
                               (str(SCHEMA_VERSION),))
@@ -319,18 +359,21 @@ class ResultsDB:
     # -- results ----------------------------------------------------------------------------
     def add_result(self, idx: int, case: dict[str, Any] | None, verdict: Verdict, *,
                    elapsed: float, worker: int | str | None,
-                   signature: Signature | None = None) -> bool:
+                   signature: Signature | None = None, process: str | None = None,
+                   confirmation: str | None = None) -> bool:
         """Store one result and count it in its bucket, in one transaction.
 
         False when that index is already stored (never overwritten, bucket not counted).
-        ``signature``: the failure's bucket signature (None for passes and rejections).
+        ``signature``: the failure's bucket signature (None for passes and rejections, and
+        for a failure whose confirmation is still pending: it gets its bucket in
+        :meth:`confirm`).  ``process``: the worker process; ``confirmation``: see the schema.
         """
         case = case or {}
         wl = case.get("workload") or {}
         now = time.time()
         with self.conn:
             cur = self.conn.execute(
-                "INSERT OR IGNORE INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT OR IGNORE INTO results VALUES ({','.join('?' * RESULT_COLUMNS)})",
                 (
                     idx, case.get("id"), wl.get("name"), (case.get("origin") or {}).get("dtype"),
                     (case.get("target") or {}).get("kind"),
@@ -339,12 +382,115 @@ class ResultsDB:
                     self.session, json.dumps(case, sort_keys=True) if case else None,
                     json.dumps(verdict.to_dict(), sort_keys=True, default=str),
                     signature.key if signature is not None else None,
+                    process, confirmation,
                 ),
             )
             stored = cur.rowcount == 1
             if stored and signature is not None:
                 self._bump_bucket(signature, idx, case.get("id"), now)
         return stored
+
+    # -- confirmation ---------------------------------------------------------------------
+    def confirm(self, idx: int, *, verdict: Verdict, signature: Signature | None, outcome: str,
+                campaign_verdict: Verdict | None = None, alone_verdict: Verdict | None = None,
+                outputs: list[str] | None = None, culprit: int | None = None,
+                search: dict[str, Any] | None = None) -> None:
+        """Settle a stored result after confirmation (:mod:`fuzzharness.campaign.confirm`), in
+        one transaction: its verdict becomes ``verdict``, its bucket the one of
+        ``signature`` (the old one, if any, loses the result; a bucket left empty is gone),
+        its confirmation ``outcome``; the details go to the ``confirmations`` table."""
+        now = time.time()
+        with self.conn:
+            row = self.conn.execute("SELECT bucket, case_id FROM results WHERE idx = ?",
+                                    (idx,)).fetchone()
+            if row is None:
+                raise KeyError(f"no result #{idx}")
+            old_bucket, case_id = row
+            self.conn.execute(
+                "UPDATE results SET status = ?, stage = ?, ratio = ?, worst_error = ?, "
+                "digest = ?, verdict_json = ?, bucket = ?, confirmation = ? WHERE idx = ?",
+                (verdict.status.value, verdict.stage.value, _finite(verdict.ratio),
+                 _finite(verdict.worst_error), verdict.digest,
+                 json.dumps(verdict.to_dict(), sort_keys=True, default=str),
+                 signature.key if signature is not None else None, outcome, idx))
+            if old_bucket is not None:
+                self._unbump_bucket(old_bucket)
+            if signature is not None:
+                self._bump_bucket(signature, idx, case_id, now)
+            previous = self.conn.execute(
+                "SELECT campaign_verdict, alone_verdict, outputs, culprit, search "
+                "FROM confirmations WHERE idx = ?", (idx,)).fetchone() or (None,) * 5
+
+            def text(value, old):
+                if value is None:
+                    return old
+                d = value.to_dict() if isinstance(value, Verdict) else value
+                return json.dumps(d, sort_keys=True, default=str)
+
+            self.conn.execute(
+                "INSERT OR REPLACE INTO confirmations VALUES (?,?,?,?,?,?,?,?)",
+                (idx, outcome, text(campaign_verdict, previous[0]),
+                 text(alone_verdict, previous[1]), text(outputs, previous[2]),
+                 culprit if culprit is not None else previous[3], text(search, previous[4]),
+                 now))
+
+    def note_search(self, idx: int, culprit: int | None, search: dict[str, Any]) -> None:
+        """Record how the suspects of result ``idx`` were searched, and what was found."""
+        with self.conn:
+            self.conn.execute("UPDATE confirmations SET culprit = ?, search = ? WHERE idx = ?",
+                              (culprit, json.dumps(search, sort_keys=True, default=str), idx))
+
+    def _unbump_bucket(self, key: str) -> None:
+        self.conn.execute("UPDATE buckets SET count = count - 1 WHERE key = ?", (key,))
+        self.conn.execute("DELETE FROM buckets WHERE key = ? AND count <= 0", (key,))
+        self.conn.execute(
+            "UPDATE buckets SET example_idx = (SELECT MIN(idx) FROM results WHERE bucket = ?), "
+            "example_case_id = (SELECT case_id FROM results WHERE bucket = ? ORDER BY idx "
+            "LIMIT 1) WHERE key = ?", (key, key, key))
+
+    def confirmation(self, idx: int) -> dict[str, Any] | None:
+        """The ``confirmations`` row of result ``idx`` (JSON fields decoded), or None."""
+        try:
+            row = self.conn.execute(f"SELECT {', '.join(CONFIRMATION_FIELDS)} FROM confirmations "
+                                    "WHERE idx = ?", (idx,)).fetchone()
+        except sqlite3.OperationalError:  # a read-only database older than schema 5
+            return None
+        if row is None:
+            return None
+        d = dict(zip(CONFIRMATION_FIELDS, row, strict=True))
+        for key in ("campaign_verdict", "alone_verdict", "outputs", "search"):
+            if d[key]:
+                d[key] = json.loads(d[key])
+        return d
+
+    def confirmations(self) -> list[dict[str, Any]]:
+        return [c for (idx,) in self.conn.execute("SELECT idx FROM confirmations ORDER BY idx")
+                if (c := self.confirmation(idx)) is not None]
+
+    def with_confirmation(self, outcome: str) -> list[dict[str, Any]]:
+        """Stored results (idx, case, verdict, process, session) whose confirmation is
+        ``outcome`` (e.g. still pending after a driver died), by index."""
+        rows = self.conn.execute(
+            "SELECT idx, case_json, verdict_json, process, session FROM results "
+            "WHERE confirmation = ? ORDER BY idx", (outcome,)).fetchall()
+        return [{"idx": i, "case": json.loads(c) if c else None, "verdict": json.loads(v),
+                 "process": p, "session": s} for i, c, v, p, s in rows]
+
+    def predecessors(self, idx: int, limit: int) -> list[dict[str, Any]]:
+        """The (at most ``limit``) results the same worker process ran just before ``idx``,
+        oldest first — the suspects when ``idx`` failed only in that process."""
+        row = self.conn.execute("SELECT process, session, finished FROM results WHERE idx = ?",
+                                (idx,)).fetchone()
+        if row is None or row[0] is None:
+            return []
+        process, session, finished = row
+        rows = self.conn.execute(
+            "SELECT idx, case_json, verdict_json FROM results WHERE process = ? AND "
+            "session IS ? AND (finished < ? OR (finished = ? AND idx < ?)) AND idx != ? "
+            "ORDER BY finished DESC, idx DESC LIMIT ?",
+            (process, session, finished, finished, idx, idx, limit)).fetchall()
+        return [{"idx": i, "case": json.loads(c) if c else None, "verdict": json.loads(v)}
+                for i, c, v in reversed(rows)]
 
     def _bump_bucket(self, sig: Signature, idx: int, case_id: str | None, when: float) -> None:
         self.conn.execute(

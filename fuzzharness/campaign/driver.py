@@ -10,6 +10,12 @@ driver killed with SIGKILL loses only the cases in flight, which a resume runs a
 primary key on the case index makes a duplicate impossible.  The workers die with the driver
 (see :mod:`fuzzharness.engine.worker`).
 
+Confirmation (:mod:`fuzzharness.campaign.confirm`, setting ``confirm``, on by default): a TVM
+finding is stored at once but gets its bucket only after the case ran again, alone, in a
+fresh worker process; one that does not reproduce alone is never a finding by itself, and
+the earlier cases of its worker are searched at the end of the run for the one that damaged
+it.  Workers run with heap hygiene (setting ``hygiene``, :mod:`fuzzharness.core.hygiene`).
+
 Reporting: failures are grouped into buckets (:mod:`fuzzharness.buckets.signatures`) and each bucket is
 matched against the known-bugs file.  :attr:`CampaignSummary.exit_code` is 3 when the run
 was interrupted (Ctrl-C/SIGTERM: the finished cases are stored, the workers and the
@@ -20,11 +26,11 @@ TVM findings.
 
 Minimization (``minimize_budget`` > 0, an executor that supports
 :data:`~fuzzharness.engine.executor.IDLE`): each new or probably-known finding bucket is
-offered, as it appears, to :class:`~fuzzharness.campaign.lanes.Lanes`; their candidate
-cases are woven into the task stream — at most half of the workers while the campaign's
-own cases run, all of them afterwards for at most ``minimize_budget`` seconds — and their
-outcomes (repros with root causes) go to the database.  :meth:`Campaign._ready_to_minimize`
-is where a failure enters minimization.  Other executors minimize after the campaign
+offered, as it appears — that is, once its first failure is confirmed alone — to
+:class:`~fuzzharness.campaign.lanes.Lanes`; their candidate cases are woven into the task
+stream — at most half of the workers while the campaign's own cases run, all of them
+afterwards for at most ``minimize_budget`` seconds — and their outcomes (repros with root
+causes) go to the database.  Other executors minimize after the campaign
 (:func:`fuzzharness.campaign.minimize_buckets.after_campaign`).  A bucket is reported as a
 known bug by its minimized case's root cause when it has a verified repro, else by its raw
 signature (an uncertain raw match is *probably known*).
@@ -47,8 +53,9 @@ from typing import Any
 from fuzzharness.backends.rpc import ENV as RPC_ENV
 from fuzzharness.buckets.known_bugs import KnownBug, KnownBugs, Match
 from fuzzharness.buckets.root_causes import RootCause
-from fuzzharness.buckets.signatures import Signature, signature
+from fuzzharness.buckets.signatures import Signature
 from fuzzharness.campaign import coverage
+from fuzzharness.campaign.confirm import Change, Confirmer
 from fuzzharness.campaign.db import ResultsDB
 from fuzzharness.campaign.lanes import Lanes
 from fuzzharness.campaign.minimize_buckets import after_campaign
@@ -57,7 +64,7 @@ from fuzzharness.campaign.settings import RESUMABLE, CampaignSettings, SettingsE
 from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_HARNESS, EXIT_OK
 from fuzzharness.core.tvm_support import versions
 from fuzzharness.core.verdict import Status
-from fuzzharness.engine.executor import IDLE, ExecutorConfig, Task, TaskResult, make_executor
+from fuzzharness.engine.executor import IDLE, ExecutorConfig, Task, make_executor
 from fuzzharness.minimize.report import format_report
 
 GRACE = 10.0  # seconds cases still running at the end of the time budget may take
@@ -107,6 +114,7 @@ class CampaignSummary:
     known_source: str = ""
     recycled: int = 0
     coverage: list[tuple] = dataclasses.field(default_factory=list)  # engine/coverage.py rows
+    confirmations: dict[str, int] = dataclasses.field(default_factory=dict)  # outcome → count
     minimized: str = ""  # the report of the minimization of new buckets (fuzzharness.minimize)
     interrupted: str = ""  # the phase a Ctrl-C/SIGTERM stopped: "cases", "minimizing" ("": none)
     root_causes: list[dict] = dataclasses.field(default_factory=list)  # ResultsDB.root_causes rows
@@ -211,10 +219,13 @@ class Campaign:
         counter = itertools.count() if limit is None else range(limit)
         return (i for i in counter if i not in done)
 
-    def _tasks(self) -> Iterator[dict[str, Any]]:
-        gen = self.settings.generation.to_dict()
+    def _tasks(self, extra: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
         for i in self._indices():
-            yield {"task": i, "generate": {"seed": self.seed, "index": i, "settings": gen}}
+            yield {**self._task(i), **(extra or {})}
+
+    def _task(self, i: int) -> dict[str, Any]:
+        gen = self.settings.generation.to_dict()
+        return {"task": i, "generate": {"seed": self.seed, "index": i, "settings": gen}}
 
     # -- run --------------------------------------------------------------------------------
     def run(self) -> CampaignSummary:
@@ -237,34 +248,49 @@ class Campaign:
         interrupted = ""
         lanes = None
         ended = [None]  # when the campaign's own cases stopped (minimization may go on)
+        confirmer = Confirmer(self.db, self.out, enabled=s.confirm,
+                              submit=lambda task: executor.add(task), task_for=self._task)
+
+        def apply(change: Change) -> None:
+            """Count a stored (or re-judged) result; a bucket seen first goes to the lanes
+            (a finding's signature comes only once it is confirmed alone)."""
+            nonlocal stored
+            if change.old_status is None:
+                stored += 1
+            elif counts[change.old_status] > 0:
+                counts[change.old_status] -= 1
+            counts[change.verdict.status.value] += 1
+            sig = change.signature
+            if sig is not None and sig.is_finding and sig.key not in known_of:
+                known_of[sig.key] = m = self.known.classify(sig, tvm_version)
+                if lanes is not None and (m is None or not m.confirmed):
+                    lanes.offer(sig.key, probably_known=m is not None)
+
         try:
             if not nothing_left:
                 executor = make_executor(s.executor, self._executor_config())
+                confirmer.resume()
                 stop = (lambda: time.monotonic() >= deadline) if deadline else (lambda: False)
                 abandon = deadline + min(s.timeout, GRACE) if deadline else None
                 if self.minimize_budget > 0 and executor.supports_idle:
                     lanes = self._lanes(known_of, deadline)
-                    tasks, stop, wake = self._shared_tasks(lanes, stop, progress, ended), None, {
-                        "wakeup_fd": lanes.wakeup_fd}
+                    tasks = self._shared_tasks(lanes, stop, progress, ended, confirmer)
+                    stop, wake = None, {"wakeup_fd": lanes.wakeup_fd}
                 else:
-                    tasks, wake = self._tasks(), {}
+                    tasks, wake = self._tasks(confirmer.options()), {}
                 for r in executor.run(tasks, should_stop=stop or (lambda: False),
                                       abandon_at=abandon, **wake):
                     if lanes is not None and lanes.deliver(r):
                         continue  # a minimization candidate, not a campaign case
-                    sig = signature(r.case, r.verdict)
-                    if self._store(r, sig):
-                        stored += 1
-                        counts[r.verdict.status.value] += 1
-                        if sig is not None and sig.is_finding and sig.key not in known_of:
-                            known_of[sig.key] = m = self.known.classify(sig, tvm_version)
-                            if lanes is not None and self._ready_to_minimize(r, sig):
-                                if m is None or not m.confirmed:
-                                    lanes.offer(sig.key, probably_known=m is not None)
-                    if ended[0] is None:
+                    changes = confirmer.handle(r)
+                    for change in changes:
+                        apply(change)
+                    if changes and changes[0].old_status is None and ended[0] is None:
                         progress.update(r.verdict, counts, executor.restarts,
                                         buckets=len(known_of),
                                         new=sum(1 for k in known_of.values() if k is None))
+            for change in confirmer.finish(self._fresh_pool, progress=self._note):
+                apply(change)
         except KeyboardInterrupt:  # results so far are committed; the workers die below
             interrupted = "cases" if ended[0] is None else "minimizing"
         finally:
@@ -287,7 +313,8 @@ class Campaign:
         summary = CampaignSummary(
             self.out, self.seed, stored, self.db.count(), elapsed, dict(counts),
             executor.restarts if executor is not None else 0, self._bucket_reports(tvm_version),
-            self.known.source, executor.recycled if executor is not None else 0)
+            self.known.source, executor.recycled if executor is not None else 0,
+            confirmations=dict(confirmer.counts))
         summary.interrupted = interrupted
         summary.coverage = coverage.store(self.db.conn)
         summary.root_causes = self.db.root_causes()
@@ -326,20 +353,16 @@ class Campaign:
                 lanes.offer(key, probably_known=m is not None)
         return lanes
 
-    def _ready_to_minimize(self, r: TaskResult, sig: Signature) -> bool:
-        """The hook between a new finding and its minimization: True when the failure may be
-        minimized now.  (Where failures are confirmed in a fresh worker before they become
-        findings, this is the place to wait for that confirmation.)"""
-        return True
-
-    def _shared_tasks(self, lanes: Lanes, stop, progress: Progress, ended: list) -> Iterator[Task]:
+    def _shared_tasks(self, lanes: Lanes, stop, progress: Progress, ended: list,
+                      confirmer: Confirmer) -> Iterator[Task]:
         """The campaign's cases with the lanes' candidates woven in — at most half the
         workers (at least one) go to candidates while the campaign runs; all of them once it
         is over, until the lanes are finished (:data:`~fuzzharness.engine.executor.IDLE`
-        while they think)."""
+        while they think, or while failures wait for their confirmation: a confirmed one is
+        a bucket for the lanes)."""
         s = self.settings
         share = max(1, s.workers // 2)
-        for t in self._tasks():
+        for t in self._tasks(confirmer.options()):
             while (lt := lanes.next_task(share)) is not None:
                 yield lt
             if stop():
@@ -352,7 +375,8 @@ class Campaign:
         if lanes.busy:
             self._say_minimize(f"the campaign's cases are done; minimizing on all {s.workers} "
                                f"workers (at most {max(0.0, lanes.end_at - ended[0]):.0f} s more)")
-        while not lanes.finished():
+        while (confirmer.in_flight and time.monotonic() < lanes.end_at + s.timeout) \
+                or not lanes.finished():
             lt = lanes.next_task(s.workers)
             yield lt if lt is not None else IDLE
 
@@ -370,12 +394,20 @@ class Campaign:
         if device is not None:
             env[RPC_ENV] = json.dumps(device.to_dict())
         return ExecutorConfig(workers=s.workers, timeout=s.timeout, memory_mb=s.memory_mb,
-                              log_dir=self.out / "logs", env=env,
+                              log_dir=self.out / "logs", env=env, hygiene=s.hygiene,
                               options={"ray_address": s.ray_address})
 
-    def _store(self, r: TaskResult, sig: Signature | None) -> bool:
-        return self.db.add_result(r.task["task"], r.case, r.verdict, elapsed=r.elapsed,
-                                  worker=r.worker, signature=sig)
+    def _fresh_pool(self):
+        """A one-worker local pool for what confirmation does after the run (fresh workers)."""
+        from fuzzharness.engine.pool import WorkerPool
+
+        config = dataclasses.replace(self._executor_config(), workers=1,
+                                     log_dir=self.out / "logs" / "confirm")
+        return WorkerPool.from_config(config)
+
+    def _note(self, line: str) -> None:
+        if self.show_progress:
+            print(line, file=sys.stderr)
 
     def _bucket_reports(self, tvm_version: str | None, db: ResultsDB | None = None) -> list[BucketReport]:
         """Every bucket with what it is: a known bug (by its verified minimized repro's root
@@ -415,7 +447,11 @@ def format_summary(s: CampaignSummary, *, limit: int = 15, coverage_table: bool 
     ]
     order = [st.value for st in Status]
     for status in sorted(s.counts, key=order.index):
-        lines.append(f"  {status:<28} {s.counts[status]:>7}")
+        if s.counts[status]:
+            lines.append(f"  {status:<28} {s.counts[status]:>7}")
+    if s.confirmations:  # campaign/confirm.py: every finding re-run alone in a fresh worker
+        lines.append("failures re-run alone in a fresh worker: " + ", ".join(
+            f"{n} {outcome}" for outcome, n in sorted(s.confirmations.items())))
     findings = s.findings
     if findings:
         new = s.new_buckets

@@ -14,6 +14,8 @@ A TOML file has two optional tables whose keys are the field names below::
     rpc = { server = "127.0.0.1:9090" }   # run kernels on a TVM RPC device (default: here);
                                           # or { tracker = "HOST:PORT", key = "android" }
     known_bugs = ""          # known-bugs file; "" = the packaged fuzzharness/known_bugs.toml
+    confirm = true           # re-run every finding alone in a fresh worker before it counts
+    hygiene = true           # glibc malloc checks + guard zones in every worker
 
     [generation]
     workloads = ["matmul"]   # default: all
@@ -56,7 +58,7 @@ DEFAULT_TIME_BUDGET = 120.0
 MIN_MEMORY_MB = 512
 #: settings a resumed campaign may change: when to stop, how cases run, how they are reported
 RESUMABLE = frozenset({"time_budget", "max_cases", "workers", "timeout", "memory_mb",
-                       "executor", "known_bugs", "ray_address", "rpc"})
+                       "executor", "known_bugs", "ray_address", "rpc", "confirm", "hygiene"})
 
 
 class SettingsError(ValueError):
@@ -77,6 +79,9 @@ class CampaignSettings:
     # A remote TVM RPC device that runs the kernels (fuzzharness.backends.rpc.RemoteDevice);
     # {} = the local device.  Not part of any case: the same case runs anywhere.
     rpc: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # Execution policy, recorded with the campaign (fuzzharness.campaign.confirm, .hygiene)
+    confirm: bool = True
+    hygiene: bool = True
     generation: GenSettings = dataclasses.field(default_factory=GenSettings)
 
     def to_dict(self) -> dict[str, Any]:
@@ -151,7 +156,7 @@ class CampaignSettings:
 
 _CAMPAIGN_TYPES = {"seed": int, "time_budget": (int, float), "max_cases": int, "workers": int,
                    "timeout": (int, float), "memory_mb": int, "executor": str, "known_bugs": str,
-                   "ray_address": str, "rpc": dict}
+                   "ray_address": str, "rpc": dict, "confirm": bool, "hygiene": bool}
 _GEN_TYPES = {"workloads": list, "dtypes": list, "primitives": list, "max_steps": int,
               "max_reduction": int, "exact_fraction": (int, float),
               "special_fraction": (int, float), "target": dict,

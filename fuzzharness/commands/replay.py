@@ -5,13 +5,15 @@
 
 The new verdict is compared with the stored one — from the campaign database, or from the
 ``verdict.json`` next to a ``case.json`` (as ``pytest -m differential`` writes them): the
-same status and, when there are outputs, the same output bits.  A failure that replays as a
-*different* failure (another status or other output bits: a nondeterministic bug, or one
-that depended on what ran before it) is said so, with both verdicts.
+same status and, when there are outputs, the same output bits.  When they differ, replay says
+why they may: nondeterministic output (a kernel that reads memory nothing wrote), or a stored
+failure that was seen only after other cases in a campaign's worker
+(:func:`fuzzharness.campaign.confirm.replay_note`).
 
 The case is checked first (a file that is not a valid case is a usage error, exit 2, never
-a TVM finding), then runs in a fresh worker process, so a case that crashes TVM is
-reported, not fatal; --in-process runs it here instead (handy under a debugger).
+a TVM finding), then runs in a fresh worker process with heap hygiene on
+(:mod:`fuzzharness.core.hygiene`), so a case that crashes TVM is reported, not fatal;
+--in-process runs it here instead (handy under a debugger; no allocator checks then).
 The campaign directory is only read (a read-only directory works).
 
 Exit status: 0 the case passes (or is not a finding), 1 it is a TVM finding, 2 usage error,
@@ -41,13 +43,20 @@ def interrupted_hint(args) -> str:
     return "nothing was stored"
 
 
-def compare(old, new) -> str | None:
-    """None when ``new`` reproduces ``old`` (same status and output bits), else how it differs."""
-    if old.status != new.status:
-        return f"status {old.status.value}@{old.stage.value} → {new.status.value}@{new.stage.value}"
-    if old.digest != new.digest:
-        return "the same status with other output bits (nondeterministic output?)"
-    return None
+def _confirmation(args) -> dict | None:
+    """The stored case's confirmation record (fuzzharness.campaign.confirm), if any."""
+    from fuzzharness.campaign.db import ResultsDB
+    from fuzzharness.commands.common import campaign_and_case
+
+    campaign, ref = campaign_and_case(args, "replay")
+    if campaign is None:
+        return None
+    db = ResultsDB(campaign, readonly=True)
+    try:
+        row = db.find_case(ref)
+        return db.confirmation(row["idx"]) if row is not None else None
+    finally:
+        db.close()
 
 
 def main(args, argv) -> int:
@@ -70,16 +79,12 @@ def main(args, argv) -> int:
         print(f"case {case.id} ({case.workload_name} {case.params})")
         print(verdict.line())
     if stored is not None:
+        from fuzzharness.campaign.confirm import replay_note
+
         old = Verdict.from_dict(stored)
-        diff = compare(old, verdict)
         out = sys.stderr if args.json else sys.stdout
         print(f"stored: {old.line()}", file=out)
-        if diff is None:
-            print("reproduced: yes (same status and output bits)", file=out)
-        elif old.is_finding and verdict.is_finding:
-            print(f"reproduced: NO — a DIFFERENT failure than the stored one ({diff})", file=out)
-        else:
-            print(f"reproduced: NO ({diff})", file=out)
+        print(replay_note(old, verdict, _confirmation(args)), file=out)
     if verdict.status is Status.HARNESS_ERROR:
         return EXIT_HARNESS
     return EXIT_FINDINGS if verdict.is_finding else EXIT_OK

@@ -99,6 +99,11 @@ def add_arguments(p) -> None:
                    help="target preset: llvm (default), cuda (nvcc compile; runs on a GPU host), "
                         "opencl or adreno (run by pyopencl on an OpenCL CPU runtime); "
                         "or a JSON target dict")
+    p.add_argument("--no-confirm", dest="confirm", action="store_false", default=None,
+                   help="count failures as findings without re-running them alone in a fresh "
+                        "worker first (faster; a failure caused by an earlier case then counts)")
+    p.add_argument("--no-hygiene", dest="hygiene", action="store_false", default=None,
+                   help="run workers without glibc's malloc checks and llvm guard zones")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     p.add_argument("--coverage", action="store_true",
                    help="print the coverage tables in the summary (default: one line)")
@@ -149,7 +154,7 @@ def _run_overrides(args) -> dict:
             "workers": args.workers, "timeout": args.timeout, "memory_mb": args.memory_mb,
             "executor": args.executor, "ray_address": args.ray_address,
             "known_bugs": str(args.known_bugs.resolve()) if args.known_bugs else None,
-            "rpc": _rpc(args)}
+            "rpc": _rpc(args), "confirm": args.confirm, "hygiene": args.hygiene}
     return {k: v for k, v in over.items() if v is not None}
 
 

@@ -9,7 +9,10 @@ Tasks are plain JSON data (they cross process and machine boundaries)::
     {"task": 7, "generate": {"seed": 1, "index": 7, "settings": {...GenSettings...}}}
     {"task": 8, "case": {...case JSON...}}
 
-``task`` is unique within one ``run`` call (a campaign uses the case index).
+``task`` is unique within one ``run`` call (a campaign uses the case index).  Optional keys:
+``"fresh": true`` — run it in a worker process that has run nothing before (confirmation of
+a failure, :mod:`fuzzharness.campaign.confirm`); ``"outputs": true`` — a finding's verdict
+carries its output arrays (``details["outputs_npz"]``, see :mod:`fuzzharness.campaign.confirm`).
 
 Contract every implementation keeps (``tests/test_engine_crashes.py`` checks the local one):
 
@@ -23,7 +26,12 @@ Contract every implementation keeps (``tests/test_engine_crashes.py`` checks the
 * ``should_stop()`` is polled before each new task is handed out; the task iterable is pulled
   lazily, one task per free worker, so a time budget stops generation promptly;
 * results carry ``case`` — the case JSON the worker reported *before* running it, so a task
-  that killed its worker still has its case recorded.
+  that killed its worker still has its case recorded — and ``process``, which worker process
+  ran it (the cases before it in the same process are the suspects when it fails only there);
+* :meth:`Executor.add` queues a follow-up task into the run in progress; ``run`` does not
+  end before its result (unless ``abandon_at`` passes);
+* every worker process starts with glibc's allocator checks on (``hygiene``,
+  :mod:`fuzzharness.core.hygiene`).
 
 Executors that set :attr:`Executor.supports_idle` also accept :data:`IDLE` from the task
 iterable — "no task now, ask again later": the worker stays idle, the iterable is asked again
@@ -62,6 +70,7 @@ class TaskResult:
     verdict: Verdict
     worker: int | str  # a slot number locally; an executor-specific id elsewhere
     elapsed: float
+    process: str = ""  # the worker process (pid locally, node/slot/pid on Ray)
 
 
 @dataclasses.dataclass
@@ -73,6 +82,7 @@ class ExecutorConfig:
     memory_mb: int = 0  # per worker process; 0: no limit
     log_dir: Path | None = None  # worker logs (one file per worker slot)
     env: dict[str, str] | None = None  # worker environment (default: ours)
+    hygiene: bool = True  # glibc allocator checks + guard zones in the workers
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
@@ -97,6 +107,10 @@ class Executor(abc.ABC):
         ``abandon_at`` is a ``time.monotonic()`` instant after which, once no more tasks are
         to be handed out, tasks still running are abandoned.
         """
+
+    @abc.abstractmethod
+    def add(self, task: Task) -> None:
+        """Queue ``task`` into the run in progress (see the module docstring)."""
 
     @abc.abstractmethod
     def close(self) -> None:

@@ -15,7 +15,14 @@ pipes with ``selectors`` and:
 * replaces, without counting a restart, a worker that retires itself (it does so between
   tasks when its memory use nears the limit — see :mod:`fuzzharness.engine.worker`);
 * refuses to go on (:class:`WorkerStartError`) when fresh workers die before they are ready
-  three times in a row: that is a broken installation or plugin, not a TVM bug.
+  three times in a row: that is a broken installation or plugin, not a TVM bug;
+* runs a task marked ``"fresh": true`` in a worker process that has run nothing before
+  (confirmation of a failure, :mod:`fuzzharness.campaign.confirm`): a *zygote* worker
+  (:mod:`fuzzharness.engine.fresh`) imports TVM once and forks a child per such task, so a
+  fresh worker costs a fork (~15 ms), not a TVM import (~1.3 s of CPU);
+* takes follow-up tasks while it runs (:meth:`WorkerPool.add`);
+* starts every worker with glibc's allocator checks on (:mod:`fuzzharness.core.hygiene`,
+  ``hygiene=False`` to compare without).
 
 Workers die with the driver: each asks the kernel for SIGKILL when its parent dies
 (``PR_SET_PDEATHSIG``) and also exits on EOF on stdin, so ``kill -9`` of the driver leaves no
@@ -25,6 +32,7 @@ exits: iterate :meth:`WorkerPool.run` from a thread that outlives the pool.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import os
 import selectors
@@ -37,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from fuzzharness.core.errors import UsageError
+from fuzzharness.core.hygiene import hygiene_env
 from fuzzharness.core.verdict import Stage, Verdict
 from fuzzharness.engine import protocol, worker_deaths
 from fuzzharness.engine.executor import (
@@ -50,6 +59,7 @@ from fuzzharness.engine.executor import (
 SETUP_TIMEOUT = 300.0  # a one-time setup inside a task (tensor intrinsics: ~4-12 s)
 READY_TIMEOUT = 120.0  # importing TVM takes ~1 s; a loaded CI machine can be much slower
 MAX_START_FAILURES = 3  # consecutive workers dead before "ready": give up
+FRESH_SLOT = -1  # the zygote that forks a fresh worker per "fresh" task
 
 __all__ = ["TaskResult", "WorkerPool", "WorkerStartError"]
 
@@ -71,6 +81,7 @@ class _Worker:
     stage: str = Stage.GENERATE.value
     started: float = 0.0
     setup_since: float | None = None  # in a one-time setup since (fuzzharness/warmup.py)
+    child: int | None = None  # the zygote's forked worker running the task (FRESH_SLOT only)
 
     def overdue(self, now: float, timeout: float) -> bool:
         if self.setup_since is not None:
@@ -89,12 +100,15 @@ class WorkerPool(Executor):
         memory_mb: int = 0,
         log_dir: str | os.PathLike | None = None,
         env: dict[str, str] | None = None,
+        hygiene: bool = True,
     ):
         self.n = max(1, workers)
         self.timeout = timeout
         self.memory_mb = memory_mb
         self.log_dir = Path(log_dir) if log_dir else None
         self.env = env
+        self.hygiene = hygiene
+        self._added: collections.deque[Task] = collections.deque()  # see add()
         self.restarts = 0  # replaced after a crash, a timeout or an unexpected exit
         self.recycled = 0  # retired themselves (memory high-water mark) and were replaced
         self._sel = selectors.DefaultSelector()
@@ -104,19 +118,21 @@ class WorkerPool(Executor):
     @classmethod
     def from_config(cls, config: ExecutorConfig) -> WorkerPool:
         return cls(config.workers, timeout=config.timeout, memory_mb=config.memory_mb,
-                   log_dir=config.log_dir, env=config.env)
+                   log_dir=config.log_dir, env=config.env, hygiene=config.hygiene)
 
     # -- lifecycle --------------------------------------------------------------------------
     def _spawn(self, slot: int) -> _Worker:
+        fresh = slot == FRESH_SLOT
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
-            log_path = self.log_dir / f"worker-{slot}.log"
+            log_path = self.log_dir / ("worker-fresh.log" if fresh else f"worker-{slot}.log")
         else:
             log_path = Path(os.devnull)
         log = open(log_path, "ab")  # noqa: SIM115 - owned by the child
         cmd = [sys.executable, "-m", "fuzzharness.engine.worker",
-               "--memory-mb", str(self.memory_mb), "--parent-pid", str(os.getpid())]
-        env = dict(os.environ if self.env is None else self.env)
+               "--memory-mb", str(self.memory_mb), "--parent-pid", str(os.getpid()),
+               *(["--fresh"] if fresh else [])]
+        env = hygiene_env(os.environ if self.env is None else self.env, enabled=self.hygiene)
         env.setdefault("PYTHONUNBUFFERED", "1")
         proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
@@ -172,6 +188,12 @@ class WorkerPool(Executor):
         """Slot → process id of the worker in it now (the one the next task there goes to)."""
         return {slot: w.proc.pid for slot, w in self._workers.items()}
 
+    def add(self, task: Task) -> None:
+        """Queue one more task into the run in progress (a follow-up decided from a result,
+        e.g. a confirmation); ``run`` does not end before it has its result.  ``should_stop``
+        does not hold it back; ``abandon_at`` drops it like any task still running."""
+        self._added.append(task)
+
     # -- the loop ---------------------------------------------------------------------------
     def run(
         self,
@@ -200,33 +222,55 @@ class WorkerPool(Executor):
               abandon_at: float | None) -> Iterator[TaskResult]:
         exhausted = False
 
-        def feed() -> None:
-            """Hand a task to every idle worker."""
+        def pull(fresh: bool) -> Task | None:
+            """The next task for a normal worker (``fresh`` False) or for the zygote: added
+            tasks first; then, for a normal worker only (the source is pulled lazily, one
+            task per idle worker), the source — "fresh" tasks met there are queued."""
             nonlocal exhausted
-            if exhausted:
-                return
+            task = next((t for t in self._added if bool(t.get("fresh")) == fresh), None)
+            if task is not None:
+                self._added.remove(task)
+                return task
+            while not exhausted and not fresh:
+                if should_stop():
+                    exhausted = True
+                    break
+                task = next(source, None)
+                if task is None:
+                    exhausted = True
+                    break
+                if task is IDLE:  # nothing now: ask again on the next turn
+                    return None
+                if not task.get("fresh"):
+                    return task
+                self._added.append(task)
+            return None
+
+        def feed() -> None:
+            """Hand a task to every idle worker (and to an idle zygote)."""
             for w in list(self._workers.values()):
-                if w.ready and w.task is None and not w.retiring:
-                    if should_stop():
-                        exhausted = True
-                        return
-                    task = next(source, None)
+                if w.slot != FRESH_SLOT and w.ready and w.task is None and not w.retiring:
+                    task = pull(fresh=False)
                     if task is None:
-                        exhausted = True
-                        return
-                    if task is IDLE:  # nothing now: ask again on the next turn
-                        return
+                        break
                     self._assign(w, task)
+            zygote = self._workers.get(FRESH_SLOT)
+            if zygote is None:
+                if any(t.get("fresh") for t in self._added):
+                    self._spawn(FRESH_SLOT)  # started when first needed: ready in ~1-2 s
+            elif zygote.ready and zygote.task is None and (task := pull(fresh=True)) is not None:
+                self._assign(zygote, task)
 
         while True:
             feed()
             busy = [w for w in self._workers.values() if w.task is not None]
-            if exhausted and not busy:
+            if exhausted and not busy and not self._added:
                 return
             if exhausted and abandon_at is not None and time.monotonic() >= abandon_at:
                 for w in busy:  # dropped without a result: a resume runs them again
                     self._retire(w, kill=True)
                     del self._workers[w.slot]
+                self._added.clear()
                 return
             # wait for messages or the nearest deadline
             now = time.monotonic()
@@ -250,7 +294,10 @@ class WorkerPool(Executor):
             now = time.monotonic()
             for w in list(self._workers.values()):
                 if w.task is not None and w.overdue(now, self.timeout):
-                    yield self._finish_dead(w, timed_out=True)
+                    if w.slot == FRESH_SLOT and w.child is not None:
+                        yield self._fresh_ended(w, None)  # kills the child, keeps the zygote
+                    else:
+                        yield self._finish_dead(w, timed_out=True)
                 elif not w.ready and now - w.started > READY_TIMEOUT:
                     raise WorkerStartError(
                         f"worker {w.slot} did not start within {READY_TIMEOUT:g} s; "
@@ -258,7 +305,7 @@ class WorkerPool(Executor):
 
     def _assign(self, w: _Worker, task: Task) -> None:
         w.task, w.case, w.stage, w.started = task, task.get("case"), Stage.GENERATE.value, time.monotonic()
-        w.setup_since = None
+        w.setup_since, w.child = None, None
         try:
             w.proc.stdin.write(protocol.encode(task))
             w.proc.stdin.flush()
@@ -303,12 +350,17 @@ class WorkerPool(Executor):
                 w.setup_since = None
             elif "case" in msg:
                 w.case = msg["case"]
+            elif "forked" in msg:  # the zygote's child for this task
+                w.child = int(msg["forked"])
+            elif "exit" in msg:  # ... ended without a verdict
+                result = self._fresh_ended(w, msg["exit"])
             elif "verdict" in msg:
                 try:
                     verdict = Verdict.from_dict(msg["verdict"])
                 except (KeyError, TypeError, ValueError) as e:
                     return self._protocol_error(w, f"unreadable verdict ({e})")
-                result = TaskResult(w.task, w.case, verdict, w.slot, time.monotonic() - w.started)
+                result = TaskResult(w.task, w.case, verdict, w.slot, time.monotonic() - w.started,
+                                    _process(w))
                 w.task, w.case = None, None
         return result
 
@@ -336,17 +388,38 @@ class WorkerPool(Executor):
         if task is None:
             return None
         return TaskResult(task, case, worker_deaths.protocol_verdict(problem, stage, tail), w.slot,
-                          time.monotonic() - w.started)
+                          time.monotonic() - w.started, _process(w))
+
+    def _fresh_ended(self, w: _Worker, returncode: int | None) -> TaskResult:
+        """The zygote's child died (``returncode``) or overran the timeout (None: killed
+        here, with its process group); the zygote itself stays."""
+        task, case, stage, elapsed = w.task, w.case, w.stage, time.monotonic() - w.started
+        process = _process(w)
+        if returncode is None and w.child is not None:
+            for kill in (os.killpg, os.kill):  # its group (compilers too), at least itself
+                try:
+                    kill(w.child, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        self.restarts += 1
+        log_tail = _tail(w.log_path)
+        if returncode is None:
+            verdict = worker_deaths.timeout_verdict(self.timeout, stage, log_tail, elapsed=elapsed)
+        else:
+            verdict = worker_deaths.death_verdict(returncode, stage, log_tail, elapsed=elapsed)
+        w.task, w.case, w.child = None, None, None
+        return TaskResult(task, case, verdict, w.slot, elapsed, process)
 
     def _finish_dead(self, w: _Worker, *, timed_out: bool) -> TaskResult:
         task, case, stage, elapsed = w.task, w.case, w.stage, time.monotonic() - w.started
+        process = _process(w)
         rc, log_tail = self._replace(w)
         self.restarts += 1
         if timed_out:
             verdict = worker_deaths.timeout_verdict(self.timeout, stage, log_tail, elapsed=elapsed)
         else:
             verdict = worker_deaths.death_verdict(rc, stage, log_tail, elapsed=elapsed)
-        return TaskResult(task, case, verdict, w.slot, elapsed)
+        return TaskResult(task, case, verdict, w.slot, elapsed, process)
 
 
 
@@ -357,6 +430,13 @@ def _drain(fd: int) -> None:
             pass
     except (BlockingIOError, OSError):
         pass
+
+
+def _process(w: _Worker) -> str:
+    """Which process ran the task: the worker's pid; ``fresh/<pid>`` for a zygote's child."""
+    if w.slot == FRESH_SLOT:
+        return f"fresh/{w.child if w.child is not None else w.proc.pid}"
+    return str(w.proc.pid)
 
 
 def _tail(path: Path, limit: int = 4000) -> str:

@@ -31,6 +31,12 @@ own start-up and setup allowances.  Actors that die before answering anything
 :data:`~fuzzharness.engine.pool.MAX_START_FAILURES` times in a row (the harness is not
 installed on a node, a plugin does not import) stop the run with a one-line error.
 
+Fresh workers (a task marked ``"fresh"``: confirmation of a failure) run on any actor, in
+the fork-per-task zygote of its pool (:mod:`fuzzharness.engine.fresh`), started on the
+actor's first such task; follow-up tasks (:meth:`RayExecutor.add`) are handed out before new
+ones from the source.  Every worker starts with heap hygiene on unless the campaign says
+otherwise.
+
 Environment: actors see their node's environment (``ray start``'s); the driver forwards every
 ``FUZZHARNESS_*`` variable (plugins, remote-device settings) to them.  The harness and TVM must
 be installed on every node, at the same versions as on the driver.
@@ -82,14 +88,13 @@ class PoolActor:
     """Body of the Ray actor: one local worker pool of one worker process on its node."""
 
     def __init__(self, slot: int, timeout: float, memory_mb: int, log_dir: str | None,
-                 env: dict[str, str]):
-
+                 env: dict[str, str], hygiene: bool = True):
         self.node = socket.gethostname()
         full_env = dict(os.environ)
         full_env.update(env)
         self.log_dir, self._own_log_dir = _node_log_dir(log_dir, slot)
         self.pool = WorkerPool(1, timeout=timeout, memory_mb=memory_mb, log_dir=self.log_dir,
-                               env=full_env)
+                               env=full_env, hygiene=hygiene)
         self.pool.start()  # importing TVM begins now, while the driver starts the others
 
     def run(self, task_json: str) -> str:
@@ -99,6 +104,8 @@ class PoolActor:
         self.pool.start()
         pid = self.pool.pids()[0]  # the worker process this task goes to
         (r,) = list(self.pool.run([task]))
+        if task.get("fresh"):  # ran in a child of the zygote, not in the slot's worker
+            pid = r.process
         return json.dumps({"case": r.case, "verdict": r.verdict.to_dict(), "elapsed": r.elapsed,
                            "restarts": self.pool.restarts - restarts,
                            "recycled": self.pool.recycled - recycled, "node": self.node,
@@ -145,6 +152,8 @@ class RayExecutor(Executor):
         self.timeout = config.timeout
         self.memory_mb = config.memory_mb
         self.log_dir = str(config.log_dir) if config.log_dir else None
+        self.hygiene = config.hygiene
+        self._added: collections.deque[Task] = collections.deque()  # see add()
         source_env = config.env if config.env is not None else os.environ
         self.env = {k: v for k, v in source_env.items() if k.startswith(FORWARDED_ENV_PREFIX)}
         self.address = config.options.get("ray_address") or os.environ.get("RAY_ADDRESS") or ""
@@ -199,7 +208,7 @@ class RayExecutor(Executor):
 
     def _start(self, slot: _Slot) -> None:
         slot.actor = self._actor_class.options(scheduling_strategy="SPREAD").remote(
-            slot.index, self.timeout, self.memory_mb, self.log_dir, self.env)
+            slot.index, self.timeout, self.memory_mb, self.log_dir, self.env, self.hygiene)
         slot.answered = False
 
     def _discard(self, slot: _Slot) -> None:
@@ -225,6 +234,10 @@ class RayExecutor(Executor):
             ray.shutdown()
             self._owns_ray = False
 
+    def add(self, task: Task) -> None:
+        """Queue a follow-up task into the run in progress (see the Executor contract)."""
+        self._added.append(task)
+
     # -- the loop -------------------------------------------------------------------------
     def run(
         self,
@@ -244,6 +257,8 @@ class RayExecutor(Executor):
                     continue
                 if again:
                     task = again.popleft()
+                elif self._added:
+                    task = self._added.popleft()
                 elif exhausted:
                     continue
                 elif should_stop():
@@ -259,11 +274,12 @@ class RayExecutor(Executor):
                 slot.task, slot.sent = task, time.monotonic()
                 slot.ref = slot.actor.run.remote(json.dumps(task))
             busy = [s for s in self._slots if s.task is not None]
-            if exhausted and not again and not busy:
+            if exhausted and not again and not busy and not self._added:
                 return
             if exhausted and abandon_at is not None and time.monotonic() >= abandon_at:
                 for s in busy:  # dropped without a result: a resume runs them again
                     self._discard(s)
+                self._added.clear()
                 return
             by_ref = {s.ref: s for s in busy}
             ready, rest = ray.wait(list(by_ref), num_returns=1, timeout=0.5)
@@ -301,8 +317,9 @@ class RayExecutor(Executor):
         self.restarts += out["restarts"]
         self.recycled += out["recycled"]
         # worker id "node/slot/pid": which cases shared a process (and its heap) stays known
-        return TaskResult(task, out["case"], Verdict.from_dict(out["verdict"]),
-                          f"{out['node']}/{slot.index}/{out['pid']}", out.get("elapsed", elapsed))
+        worker = f"{out['node']}/{slot.index}/{out['pid']}"
+        return TaskResult(task, out["case"], Verdict.from_dict(out["verdict"]), worker,
+                          out.get("elapsed", elapsed), worker)
 
     def _lost(self, slot: _Slot, why: str, again: collections.deque) -> TaskResult | None:
         """The actor running ``slot.task`` is gone: run the task again once, elsewhere.
@@ -328,7 +345,8 @@ class RayExecutor(Executor):
             again.append(task)
             return None
         verdict = worker_deaths.lost_verdict(f"the Ray actor running it was lost twice: {why}")
-        return TaskResult(task, task.get("case"), verdict, f"ray/{slot.index}", elapsed)
+        return TaskResult(task, task.get("case"), verdict, f"ray/{slot.index}", elapsed,
+                          f"ray/{slot.index}")
 
 
 def _check_reachable(address: str, timeout: float = 10.0) -> None:

@@ -39,7 +39,12 @@ def run_task(task: dict[str, Any], send: Send) -> Verdict:
     def on_stage(stage: Stage) -> None:
         send({"task": tid, "stage": stage.value})
 
-    verdict = execute(case, on_stage).verdict
+    outcome = execute(case, on_stage)
+    verdict = outcome.verdict
+    if task.get("outputs") and verdict.is_finding and outcome.outputs:  # for confirmation
+        from fuzzharness.engine import output_arrays
+
+        verdict.details[output_arrays.KEY] = output_arrays.encode(outcome.outputs)
     if gen_time:
         verdict.timings["generate_case"] = gen_time
     send({"task": tid, "verdict": verdict.to_dict()})

@@ -25,6 +25,9 @@ Parent death: the worker asks the kernel for SIGKILL when its parent dies (Linux
 the request), and a watchdog thread polls the parent pid elsewhere; between tasks EOF on
 stdin ends the loop too.  A SIGKILLed driver therefore leaves no orphan workers behind, not
 even one stuck in an endless loop (``tests/test_durability.py``).
+
+``--fresh``: the worker is a *zygote* that forks a child per task and runs none itself, so
+that every task gets a process that has run nothing before (:mod:`fuzzharness.engine.fresh`).
 """
 
 from __future__ import annotations
@@ -86,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="fuzzharness-worker")
     ap.add_argument("--memory-mb", type=int, default=0)
     ap.add_argument("--parent-pid", type=int, default=0)
+    ap.add_argument("--fresh", action="store_true", help="fork a fresh child per task")
     args = ap.parse_args(argv)
 
     proto_out = _take_protocol_fd()
@@ -118,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     def send(msg) -> None:
         if "stage" in msg:
             stage[0] = msg["stage"]
-        if "verdict" in msg and args.memory_mb > 0:
+        if "verdict" in msg and args.memory_mb > 0 and not args.fresh:
             # Decide before the verdict goes out: once the driver has it, it may hand this
             # worker the next task at once, and the "bye" must already be there.
             used = data_memory_mb()
@@ -139,10 +143,8 @@ def main(argv: list[str] | None = None) -> int:
 
     warmup.set_notifier(on_setup)
     send({"ready": os.getpid()})
-    for line in sys.stdin.buffer:
-        if not line.strip():
-            continue
-        task = protocol.decode(line)
+
+    def serve(task) -> None:
         current[0] = task.get("task")
         # The log holds only the current task's output: its tail explains a crash.
         sys.stderr.flush()
@@ -151,14 +153,41 @@ def main(argv: list[str] | None = None) -> int:
         except OSError:  # /dev/null
             pass
         stage[0] = "generate"
+        if task.get("sequence"):  # first the cases that ran before it (campaign/suspects.py)
+            _run_quietly(task, send, run_task)
         try:
             run_task(task, send)
         except BaseException as e:  # noqa: BLE001 - report, then keep serving
             send({"task": task.get("task"), "verdict": _escaped(e, stage[0]).to_dict()})
         sys.stderr.flush()
+
+    if args.fresh:  # a child per task, whose recycling is its exit
+        from fuzzharness.engine.fresh import serve_forked
+
+        return serve_forked(sys.stdin.buffer, serve,
+                            lambda msg: os.write(proto_out, protocol.encode(msg)),
+                            die_with_parent)
+    for line in sys.stdin.buffer:
+        if not line.strip():
+            continue
+        serve(protocol.decode(line))
         if retiring[0]:
             return 0
     return 0
+
+
+def _run_quietly(task, send, run_task) -> None:
+    """Run ``task["sequence"]`` — the cases a campaign's worker ran before this one — without
+    reporting them, as a one-time setup of the task (its clock stops meanwhile)."""
+    tid = task.get("task")
+    send({"task": tid, "setup": "earlier cases", "seconds": 0.0})
+    for earlier in task["sequence"]:
+        try:
+            run_task(earlier, lambda msg: None)
+        except Exception:  # noqa: BLE001, S110 - what they do is not this task's verdict
+            pass
+    sys.stderr.flush()
+    send({"task": tid, "setup_done": "earlier cases", "seconds": 0.0})
 
 
 def _escaped(e: BaseException, stage: str):

@@ -11,6 +11,10 @@ Classification rules (the ``details["kind"]`` of a ``crash``):
 ``out_of_memory``  the log shows an allocation failure (std::bad_alloc, MemoryError, LLVM's
                    "out of memory") or the executor itself killed the worker for exceeding its
                    memory limit;
+``heap_damage``    glibc's allocator found its heap damaged and aborted (its message, e.g.
+                   ``free(): invalid pointer``, is in the log and in ``details["malloc_error"]``;
+                   with :mod:`fuzzharness.core.hygiene` this happens at the free nearest to
+                   the damage — which case did the damage, confirmation finds out);
 ``signal``         killed by a signal (SIGSEGV, SIGABRT, SIGILL, SIGBUS, SIGKILL from outside —
                    the kernel's OOM killer sends SIGKILL too, which the message points out);
 ``exit``           the process exited with a status without sending a verdict.
@@ -37,6 +41,22 @@ FATAL_LINE = re.compile(
     r"Check failed|InternalError|LLVM ERROR|Assertion .* failed|terminate called"
     r"|std::bad_alloc|MemoryError"
 )
+
+
+#: glibc's malloc diagnostics (malloc_printerr), printed just before it aborts
+MALLOC_ERROR = re.compile(
+    r"\b(?:free|malloc|realloc|calloc|munmap_chunk|malloc_consolidate|_int_malloc|_int_free"
+    r"|memalign|posix_memalign|tcache_thread_shutdown)\(\): [^\n]*"
+    r"|double free or corruption[^\n]*|corrupted size vs\. prev_size[^\n]*"
+    r"|corrupted double-linked list[^\n]*"
+)
+
+
+def malloc_error(log_tail: str) -> str:
+    """The last glibc heap-corruption diagnostic in the log ("" when none)."""
+    found = MALLOC_ERROR.findall(log_tail or "")
+    # glibc ends its message without a newline: faulthandler's report may follow on the line
+    return found[-1].split("Fatal Python error")[0].strip()[:200] if found else ""
 
 
 def signal_name(returncode: int | None) -> str | None:
@@ -85,9 +105,13 @@ def death_verdict(
     fatal = fatal_line(log_tail)
     if fatal:
         details["fatal"] = fatal
+    heap = malloc_error(log_tail)
     if memory_limit_exceeded or is_out_of_memory_text(log_tail):
         details["kind"] = "out_of_memory"
         what = memory_limit_exceeded or "ran out of memory"
+    elif heap:  # glibc noticed the damage; SIGSEGV or SIGABRT is then a matter of luck
+        details["kind"], details["malloc_error"] = "heap_damage", heap
+        what = f"killed by {sig or f'exit {returncode}'}: glibc found the heap damaged ({heap})"
     elif sig:
         details["kind"] = "signal"
         what = f"killed by {sig}"

@@ -80,6 +80,10 @@ def expectation_of(verdict: Verdict, timeout: float | None = None) -> dict[str, 
         exp["summary"] = ("an output element farther from the float64 reference than its "
                           "error bound" if verdict.status is Status.WRONG_RESULT
                           else "nan/inf where the float64 reference is finite")
+    elif verdict.status is Status.CRASH and d.get("victim") is not None:
+        raise NotReproducible(  # campaign/confirm.py: found by replaying its worker's cases
+            f"this case fails nothing alone: it damages its worker process, and case "
+            f"#{d['victim']} fails after it ({d.get('victim_verdict', '')[:120]})")
     elif verdict.status is Status.CRASH and d.get("kind") == "signal":
         exp["signal"] = d.get("signal")
         exp["summary"] = f"the process killed by {d.get('signal')} in stage {verdict.stage.value}"
@@ -89,6 +93,9 @@ def expectation_of(verdict: Verdict, timeout: float | None = None) -> dict[str, 
             exp["signals"] = list(MEMORY_SIGNALS)
             exp["summary"] += " (or another memory-corruption signal: " + \
                 ", ".join(s for s in MEMORY_SIGNALS if s != d.get("signal")) + ")"
+    elif verdict.status is Status.CRASH and d.get("kind") == "heap_damage":
+        exp["summary"] = (f"the process killed when glibc finds its heap damaged "
+                          f"({d.get('malloc_error')}) in stage {verdict.stage.value}")
     elif verdict.status is Status.TIMEOUT:
         exp["summary"] = f"no result within {timeout or 0:g} s (stage {verdict.stage.value})"
     elif verdict.message:

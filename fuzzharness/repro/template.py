@@ -9,6 +9,10 @@ A script defines, before :data:`RUNNER`: ``TARGET``, ``PASS_CONFIG``, ``TIMEOUT`
 ``compile_and_run(inputs, scheduled=True)`` → ``{output: array}`` (``scheduled=False``: the
 unscheduled program, for an order-preserving divergence).
 
+The child runs with heap hygiene (``_hygiene_env``, from :mod:`fuzzharness.core.hygiene`)
+and its buffers between guard zones (``_Guarded``, from :mod:`fuzzharness.backends.redzone`),
+both inserted before :data:`RUNNER`: a memory bug reproduces every time and says what it hit.
+
 Exit status of a repro: 1 the bug reproduces, 0 fixed (a correct result, or TVM now refuses
 the schedule with a ScheduleError), 2 something else happened (a different error, a crash
 where none was expected, no result at all).
@@ -95,7 +99,8 @@ def check():
         path = os.path.join(tmp, "outputs.npz")
         cmd = [sys.executable, os.path.abspath(__file__), "--child", path]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT,
+                                  env=_hygiene_env())
         except subprocess.TimeoutExpired as e:
             err = (e.stderr or b"").decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
             stage = ([ln.split(": ", 1)[1] for ln in err.splitlines() if ln.startswith("[repro] stage: ")] or ["?"])[-1]

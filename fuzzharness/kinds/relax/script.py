@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from fuzzharness.core import hygiene
 from fuzzharness.core.case import Case
 from fuzzharness.core.relax_pipeline import (
     LAYOUTS,
@@ -115,7 +116,9 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str = "", versions: di
     ]
     if "_unpack(" in data:
         parts.append(arrays.UNPACK_HELPER.strip("\n") + "\n")
-    parts += [COMPILE.strip("\n") + "\n", template.RUNNER.strip("\n") + "\n"]
+    parts += [COMPILE.strip("\n") + "\n",
+              hygiene.SCRIPT_SOURCE.strip("\n") + "\n",  # the child runs with heap hygiene
+              template.RUNNER.strip("\n") + "\n"]
     text = "\n\n".join(p.rstrip("\n") + "\n" for p in parts)
     return kit.Script(text, expect, notes, sched_lines)
 

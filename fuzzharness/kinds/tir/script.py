@@ -23,7 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from fuzzharness.backends import redzone
 from fuzzharness.buckets.signatures import Signature
+from fuzzharness.core import hygiene
 from fuzzharness.core.case import Case
 from fuzzharness.core.verdict import Status, Verdict
 from fuzzharness.generators.inputs import TINY_INT
@@ -209,6 +211,8 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str, signature: Signat
     if any("_unpack(" in p for p in (inputs_text, ref_text)):
         parts.append(arrays.UNPACK_HELPER.strip("\n") + "\n")
     parts.append(tir_template.COMPILE.strip("\n") + "\n")
+    parts.append(hygiene.SCRIPT_SOURCE.strip("\n") + "\n")
+    parts.append(redzone.SCRIPT_SOURCE.strip("\n") + "\n")
     parts.append(template.RUNNER.strip("\n") + "\n")
     text = "\n\n".join(p.rstrip("\n") + "\n" for p in parts)
     short = None
