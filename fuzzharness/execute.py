@@ -168,14 +168,28 @@ class Execution:
         results = backend.run(program, args, len(out_specs))
         return {o.name: r for o, r in zip(out_specs, results, strict=True)}
 
+    @staticmethod
+    def _run_kernel(backend, program, layouts, specs, out_specs, inputs):
+        """Run the kernel once on poisoned outputs: (kernel inputs, args, raw outputs, outputs
+        in the reference layout)."""
+        from generators.schedules import relayout
+
+        kernel_in = {s.name: relayout.kernel_array(layouts, s.name, inputs[s.name]) for s in specs}
+        args = [kernel_in[s.name].copy() for s in specs]
+        args += [poison(relayout.kernel_shape(layouts, o.name, o.shape),
+                        np.dtype(inputs_dtype(o.dtype))) for o in out_specs]
+        results = backend.run(program, args, len(out_specs))
+        raw = {o.name: r for o, r in zip(out_specs, results, strict=True)}
+        outputs = {n: relayout.reference_array(layouts, n, r) for n, r in raw.items()}
+        return kernel_in, args, raw, outputs
+
     def run(self) -> Outcome:
         from fuzzharness.backends.rpc import backend_for
         from fuzzharness.tvm_support import structural_equal
         from generators.inputs import make_inputs
         from generators.schedules import relayout
         from generators.workloads import workloads
-        from oracles import bounds, metamorphic
-        from oracles.compare import judge
+        from oracles import bounds, metamorphic, second_run
         from oracles.order import accumulation_order
         from oracles.program import Numerics
 
@@ -213,40 +227,51 @@ class Execution:
                 )
                 return outcome
             with self.stage(Stage.RUN):
-                kernel_in = {s.name: relayout.kernel_array(layouts, s.name, inputs[s.name])
-                             for s in specs}
-                args = [kernel_in[s.name].copy() for s in specs]
-                args += [poison(relayout.kernel_shape(layouts, o.name, o.shape),
-                                np.dtype(inputs_dtype(o.dtype))) for o in out_specs]
-                results = backend.run(program, args, len(out_specs))
-                raw = {o.name: r for o, r in zip(out_specs, results, strict=True)}
-                outputs = {n: relayout.reference_array(layouts, n, r) for n, r in raw.items()}
+                kernel_in, args, raw, outputs = self._run_kernel(
+                    backend, program, layouts, specs, out_specs, inputs)
                 outcome.outputs = outputs
+                # -- issue 17: the same kernel on a second input set (oracles/second_run.py)
+                second = second_run.second_inputs(case, workload, specs)
+                if second is not None:
+                    second = (*second, self._run_kernel(
+                        backend, program, layouts, specs, out_specs, second[1])[3])
             with self.stage(Stage.VERIFY):
                 clobbered = [s.name for s, a in zip(specs, args, strict=False)
                              if not np.array_equal(a, kernel_in[s.name], equal_nan=True)]
                 unpadded = {n: k for n, r in raw.items()
                             if (k := relayout.unfilled_padding(layouts, n, r))}
                 with np.errstate(all="ignore"):  # special-value inputs make nan/inf on purpose
-                    expected = workload.reference(case.params, inputs, Numerics(func))
+                    expected = workload.reference(case.params, inputs, Numerics(func, case.target))
                 exact = case.oracle.get("mode") == "exact"
                 if exact:
                     expected = {name: bounds.exact_mode(e) for name, e in expected.items()}
                 # all-zero bounds (integers, max, copies) already demand bitwise equality
                 exact = exact or not any(e.bound.any() for e in expected.values())
                 outcome.expected = expected
-                j = judge(expected, outputs)
                 scheduled = sch.mod["main"]
-                order = accumulation_order(func, scheduled)
+                # a simulated miscompilation (kernel_source) is analysed as the schedule of the
+                # declared program, as a real miscompilation's scheduled IR would be
+                analysed = scheduled if kernel_func is func else \
+                    replay_trace(func, case.trace).mod["main"]
+                order = accumulation_order(func, analysed)
+                runs = second_run.judge_runs(workload, case, func, order, expected,
+                                             inputs, outputs, second)
+                j = runs.judgement
                 how = metamorphic.plan(j, order, structural_equal(func, scheduled), exact,
-                                       self.baseline_policy, metamorphic.sample_point(case.id))
+                                       self.baseline_policy, metamorphic.sample_point(case.id),
+                                       emulated=runs.bitwise_first)
             baseline = outputs if how == "self" else None
             if how == "build":
                 with self.stage(Stage.BASELINE):
-                    baseline = self._run_baseline(backend, workload, func, specs, out_specs, inputs)
+                    base_inputs = runs.failing_inputs or inputs
+                    baseline = self._run_baseline(backend, workload, func, specs, out_specs,
+                                                  base_inputs)
                 outcome.baseline = baseline
+            elif how == "self" and runs.failing_inputs is not None:
+                baseline = second[2]  # the program itself, on the run that failed
             with self.stage(Stage.VERIFY):
-                c = metamorphic.conclude(j, order, expected, outputs, baseline, how)
+                c = metamorphic.conclude(j, order, expected, outputs, baseline, how,
+                                         base_judge=runs.base_judge)
             final = c.status
             verdict = Verdict(
                 final, Stage.VERIFY if final is not Status.PASS else Stage.DONE,
@@ -254,6 +279,7 @@ class Execution:
                 worst_index=j.worst_index, worst_output=j.worst_output,
                 digest=output_digest(outputs), timings=self.timings, details=c.details,
             )
+            verdict.details.update(runs.details)
             if j.inconclusive:
                 verdict.details["inconclusive"] = j.inconclusive
             if clobbered and verdict.status in (Status.PASS, Status.INCONCLUSIVE):

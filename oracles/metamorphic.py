@@ -72,8 +72,13 @@ def sample_point(case_id: str) -> float:
 
 
 def plan(judgement: Judgement, order: OrderAnalysis, same_program: bool, exact: bool,
-         policy: str = "auto", sample: float = 0.0) -> str:
-    """``self`` / ``build`` / ``skip`` (see the module docstring)."""
+         policy: str = "auto", sample: float = 0.0, emulated: bool = False) -> str:
+    """``self`` / ``build`` / ``skip`` (see the module docstring).
+
+    ``emulated``: the same-order emulation already judged every element of the case bitwise
+    (:mod:`oracles.second_run`) — under ``auto`` the baseline's bitwise check then adds
+    nothing; ``order`` and ``always`` still build it (benchmarks and triage compare them).
+    """
     if policy not in POLICIES:
         raise ValueError(f"unknown baseline policy {policy!r}; known: {', '.join(POLICIES)}")
     if same_program:
@@ -84,7 +89,8 @@ def plan(judgement: Judgement, order: OrderAnalysis, same_program: bool, exact: 
         return "skip"
     if judgement.status in FAILED:
         return "build"
-    if order.preserved and not exact and (policy == "order" or sample < ORDER_CHECK_SHARE):
+    if order.preserved and not exact and (policy == "order" or sample < ORDER_CHECK_SHARE
+                                          and not emulated):
         return "build"
     return "skip"
 
@@ -103,12 +109,18 @@ def conclude(
     outputs: dict[str, np.ndarray],
     baseline: dict[str, np.ndarray] | None,
     how: str,
+    base_judge=None,
 ) -> Conclusion:
-    """Combine the bound's judgement with the baseline (None when it was not built)."""
+    """Combine the case's judgement with the baseline (None when it was not built).
+
+    ``base_judge(baseline)`` judges the baseline by the check that decided the case
+    (:func:`oracles.second_run.judge_runs`: the bound, or the same-order emulation, on the
+    input set that failed); by default the bound on ``expected``.
+    """
     details: dict[str, Any] = {"order": order.to_dict(), "baseline": how}
     if baseline is None:
         return Conclusion(judgement.status, None, details)
-    base = judge(expected, baseline)
+    base = base_judge(baseline) if base_judge is not None else judge(expected, baseline)
     details["baseline_ratio"] = base.ratio
     if base.status in FAILED:
         who = "the program itself (no schedule applied)" if how == "self" else "TVM's unscheduled build"

@@ -58,7 +58,7 @@ def expectation(case: Case) -> Expectation:
     specs, outs = wl.inputs(case.params), wl.outputs(case.params)
     inputs = make_inputs(specs, case.inputs["distribution"], case.inputs["seed"])
     with np.errstate(all="ignore"):
-        expected = wl.reference(case.params, inputs, Numerics(wl.prim_func(case.params)))
+        expected = wl.reference(case.params, inputs, Numerics(wl.prim_func(case.params), case.target))
     exact = case.oracle.get("mode") == "exact"
     if exact:
         to_exact = getattr(bounds, "exact_mode", None)
@@ -148,7 +148,7 @@ def _formula_body(case: Case, e: Expectation) -> list[str] | None:
     for name in names:
         body.append(f"{name} = x[{name!r}].astype(np.float64)")
     results = []
-    numerics = Numerics(workloads[case.workload_name].prim_func(case.params))
+    numerics = Numerics(workloads[case.workload_name].prim_func(case.params), case.target)
     for o in e.output_specs:
         f = FORMULAS.get((case.workload_name, o.name))
         if f is None:
