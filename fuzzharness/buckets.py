@@ -50,10 +50,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from fuzzharness.verdict import FINDINGS, Stage, Status, Verdict
+from fuzzharness.verdict import FINDINGS, NOTES, Stage, Status, Verdict
 
 #: statuses that get a bucket: TVM findings, and harness errors (reported apart, never as TVM's)
-BUCKETED = frozenset(FINDINGS | {Status.HARNESS_ERROR})
+BUCKETED = frozenset(FINDINGS | NOTES | {Status.HARNESS_ERROR})
 
 
 # -- normalisation -------------------------------------------------------------------------
@@ -175,6 +175,10 @@ class Signature:
     @property
     def is_finding(self) -> bool:
         return Status(self.symptom).is_finding
+
+    @property
+    def is_note(self) -> bool:
+        return Status(self.symptom).is_note
 
     def key_fields(self) -> dict[str, Any]:
         """The fields that make the bucket key (see the module docstring)."""

@@ -14,6 +14,7 @@ A TOML file has two optional tables whose keys are the field names below::
     rpc = { server = "127.0.0.1:9090" }   # run kernels on a TVM RPC device (default: here);
                                           # or { tracker = "HOST:PORT", key = "android" }
     known_bugs = ""          # known-bugs file; "" = the packaged fuzzharness/known_bugs.toml
+    strict_order = false     # order_preserving_divergence notes fail the campaign too
 
     [generation]
     workloads = ["matmul"]   # default: all
@@ -52,7 +53,7 @@ DEFAULT_TIME_BUDGET = 120.0
 MIN_MEMORY_MB = 512
 #: settings a resumed campaign may change: when to stop, how cases run, how they are reported
 RESUMABLE = frozenset({"time_budget", "max_cases", "workers", "timeout", "memory_mb",
-                       "executor", "known_bugs", "ray_address", "rpc"})
+                       "executor", "known_bugs", "ray_address", "rpc", "strict_order"})
 
 
 class SettingsError(ValueError):
@@ -69,6 +70,7 @@ class CampaignSettings:
     memory_mb: int = 4096
     executor: str = "local"
     known_bugs: str = ""  # "" = the packaged file
+    strict_order: bool = False  # new order_preserving_divergence notes set exit status 1 too
     ray_address: str = ""  # executor "ray": the cluster ("" = $RAY_ADDRESS, else a private one)
     # A remote TVM RPC device that runs the kernels (fuzzharness.backends.rpc.RemoteDevice);
     # {} = the local device.  Not part of any case: the same case runs anywhere.

@@ -59,8 +59,12 @@ class BucketReport:
         return self.signature.is_finding
 
     @property
+    def is_note(self) -> bool:
+        return self.signature.is_note
+
+    @property
     def is_new(self) -> bool:
-        return self.is_finding and self.known is None
+        return (self.is_finding or self.is_note) and self.known is None
 
 
 @dataclasses.dataclass
@@ -77,6 +81,7 @@ class CampaignSummary:
     recycled: int = 0
     coverage: list[tuple] = dataclasses.field(default_factory=list)  # engine/coverage.py rows
     minimized: str = ""  # the report of the minimization of new buckets (fuzzharness.minimize)
+    strict_order: bool = False  # new notes fail the campaign too (--strict-order)
 
     @property
     def rate(self) -> float:
@@ -88,15 +93,22 @@ class CampaignSummary:
 
     @property
     def new_buckets(self) -> list[BucketReport]:
-        return [b for b in self.buckets if b.is_new]
+        """New finding buckets (what is minimized and fails the campaign)."""
+        return [b for b in self.buckets if b.is_new and b.is_finding]
+
+    @property
+    def notes(self) -> list[BucketReport]:
+        """Note buckets (order_preserving_divergence), listed apart."""
+        return [b for b in self.buckets if b.is_note]
 
     @property
     def harness_errors(self) -> list[BucketReport]:
-        return [b for b in self.buckets if not b.is_finding]
+        return [b for b in self.buckets if not b.is_finding and not b.is_note]
 
     @property
     def exit_code(self) -> int:
-        return EXIT_FINDINGS if self.new_buckets else EXIT_OK
+        new_notes = self.strict_order and any(b.is_new for b in self.notes)
+        return EXIT_FINDINGS if self.new_buckets or new_notes else EXIT_OK
 
 
 class Campaign:
@@ -191,7 +203,7 @@ class Campaign:
         tvm_version = self.versions.get("tvm")
         known_of: dict[str, KnownBug | None] = {
             b["key"]: self.known.match(b["signature"], tvm_version) for b in self.db.buckets()
-            if b["signature"].is_finding}
+            if b["signature"].is_finding}  # notes (order_preserving_divergence) not counted
         progress = Progress(total=todo, deadline=deadline, enabled=self.show_progress)
         stored = 0
         counts: Counter[str] = Counter()
@@ -222,6 +234,7 @@ class Campaign:
             self.out, self.seed, stored, self.db.count(), time.monotonic() - start, dict(counts),
             executor.restarts if executor is not None else 0, self._bucket_reports(tvm_version),
             self.known.source, executor.recycled if executor is not None else 0)
+        summary.strict_order = s.strict_order
         summary.coverage = coverage.store(self.db.conn)
         self.db.close()
         if self.minimize_budget > 0 and summary.new_buckets:
@@ -256,7 +269,7 @@ class Campaign:
             st = stats.get(b["key"], {})
             out.append(BucketReport(
                 b["key"], b["title"], sig, b["count"], b["example_idx"],
-                self.known.match(sig, tvm_version) if sig.is_finding else None,
+                self.known.match(sig, tvm_version) if sig.is_finding or sig.is_note else None,
                 sorted(st.get("workloads", ())), sorted(st.get("dtypes", ()))))
         return out
 
@@ -292,6 +305,14 @@ def format_summary(s: CampaignSummary, *, limit: int = 15) -> str:
             lines.append(f"  known {sum(b.count for b in group):>5} × {bug.id} ({bug.link or bug.status}): "
                          f"{bug.title}")
             lines.append(f"        {len(group)} bucket{'s' if len(group) > 1 else ''}; first: case #{first}")
+    notes = s.notes
+    if notes:  # order_preserving_divergence: recorded, not failures unless --strict-order
+        lines.append(f"notes ({'failing the run: --strict-order' if s.strict_order else 'not failures; --strict-order makes new ones fail'}): "
+                     f"{sum(b.count for b in notes)} cases in {len(notes)} buckets — order-preserving "
+                     "schedules whose output differs bitwise from TVM's unscheduled build within the bound")
+        for b in sorted(notes, key=lambda b: (-b.count, b.example_idx))[:limit]:
+            tag = "NEW " if b.known is None else "known"
+            lines.append(f"  {tag} {b.count:>5} × {b.title}  (first: case #{b.example_idx})")
     harness = s.harness_errors
     if harness:
         lines.append(f"harness errors (bugs in fuzzharness, not in TVM): "
