@@ -161,7 +161,7 @@ class _Interp:
             if name in intrinsics.SUPPORTED and len(node.args) == 1:
                 x, m = self.ev(node.args[0], env)
                 dt = "float32" if _ty(node) == "bfloat16" and self.bf16 else _ty(node)
-                return intrinsics.apply(name, dt, x.astype(self.compute(dt)), self.target), m
+                return intrinsics.apply(name, dt, x.astype(self.compute(dt))), m
             raise Unsupported(f"call to {name}")
         raise Unsupported(f"expression of kind {kind}")
 
@@ -291,6 +291,11 @@ class _Interp:
         in_place = acc.dtype == ct and op == "Add"
         abs_sum = None if self.ordered else np.zeros(s_shape)
         exact, q, mask = np.ones(s_shape, bool), np.inf, None
+        # max/min: which order-revealing values an element met (nan, +0 and −0), init included
+        if not self.ordered and op != "Add":
+            i64 = np.broadcast_to(acc.astype(np.float64), s_shape)
+            seen_nan, seen_p0, seen_n0 = np.isnan(i64), (i64 == 0) & ~np.signbit(i64), \
+                (i64 == 0) & np.signbit(i64)
         per = max(1, CHUNK // max(1, int(np.prod(s_shape))))
         for r0 in range(0, n, per):
             r1 = min(n, r0 + per)
@@ -308,13 +313,19 @@ class _Interp:
             if mt is not None:
                 mask = _and(mask, np.all(np.broadcast_to(mt, full), axis=0))
             with np.errstate(all="ignore"):
-                if not self.ordered:
+                if not self.ordered and op == "Add":
                     t64 = t.astype(np.float64)
                     if is_mul:
                         e64 = x.astype(np.float64) * y.astype(np.float64)
                         exact &= np.all(e64 == t64, axis=0)
                     abs_sum += np.abs(t64).sum(axis=0)
                     q = min(q, _quantum(t64))
+                elif not self.ordered:
+                    t64 = t.astype(np.float64)
+                    seen_nan |= np.isnan(t64).any(axis=0)
+                    zero = t64 == 0
+                    seen_p0 |= (zero & ~np.signbit(t64)).any(axis=0)
+                    seen_n0 |= (zero & np.signbit(t64)).any(axis=0)
                 if fused:
                     prod = x.astype(np.float64) * y.astype(np.float64)
                     acc = fma_chain(acc.astype(np.float32), prod).astype(acc_dtype) \
@@ -334,9 +345,9 @@ class _Interp:
         with np.errstate(all="ignore"):
             if op == "Add":
                 certified = exact & (abs_sum <= 2.0 ** _precision(acc.dtype) * q)
-            else:  # max/min: the order shows only through a nan or a zero of either sign
+            else:  # max/min: the order shows only through a nan, or +0 and −0 both met
                 a64 = acc.astype(np.float64)
-                certified = np.isfinite(a64) & (a64 != 0)
+                certified = ~seen_nan & ~((a64 == 0) & seen_p0 & seen_n0)
         return acc, _and(mask, certified)
 
     @staticmethod

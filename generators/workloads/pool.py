@@ -149,7 +149,9 @@ def main(I: {buf(ishape, din)}, O: {buf(oshape, dout)}):
         else:
             m = exact_int_max(k, din, (acc, dout), products=False)
             scale, specials = 1.0, ALL_SPECIALS
-        es = exact_set(k, din, acc, dout, products=False) if p["kind"] == "avg" else None
+        # pool_acc is internal: a bfloat16 one accumulates in float32 (oracles/program.py)
+        acc_es = "float32" if acc == "bfloat16" else acc
+        es = exact_set(k, din, acc_es, dout, products=False) if p["kind"] == "avg" else None
         return [InputSpec("I", self.shapes(p)[0], din, scale=scale, int_max=m, specials=specials,
                           exact=es)]
 
