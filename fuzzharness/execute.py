@@ -189,7 +189,7 @@ class Execution:
         from generators.inputs import make_inputs
         from generators.schedules import relayout
         from generators.workloads import workloads
-        from oracles import bounds, metamorphic, second_run
+        from oracles import bounds, metamorphic, second_run, target_math
         from oracles.order import accumulation_order
         from oracles.program import Numerics
 
@@ -240,7 +240,9 @@ class Execution:
                              if not np.array_equal(a, kernel_in[s.name], equal_nan=True)]
                 unpadded = {n: k for n, r in raw.items()
                             if (k := relayout.unfilled_padding(layouts, n, r))}
-                with np.errstate(all="ignore"):  # special-value inputs make nan/inf on purpose
+                # special-value inputs make nan/inf on purpose; the target's math decides the
+                # bounds of divisions, square roots and library functions (target_math.py)
+                with np.errstate(all="ignore"), target_math.applied(case.target):
                     expected = workload.reference(case.params, inputs, Numerics(func, case.target))
                 exact = case.oracle.get("mode") == "exact"
                 if exact:

@@ -209,6 +209,7 @@ def judge_runs(workload, case, func, order, expected, inputs, outputs, second) -
     ``expected``: the first run's references (bound or exact mode, as the case asks);
     ``second``: ``(label, inputs, outputs)`` of the second run, or None.
     """
+    from oracles import target_math
     from oracles.compare import judge
     from oracles.program import Numerics
 
@@ -217,7 +218,7 @@ def judge_runs(workload, case, func, order, expected, inputs, outputs, second) -
     runs = {"first": (inputs, outputs, expected)}
     if second is not None:
         label, inputs2, outputs2 = second
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), target_math.applied(case.target):
             expected2 = workload.reference(case.params, inputs2, Numerics(func, case.target))
         runs["second"] = (inputs2, outputs2, expected2)
         checks.append(bound_check("second", judge(expected2, outputs2)))
