@@ -97,7 +97,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=3)
+    ap.add_argument("--kinds", default=",".join(dict.fromkeys(KINDS)),
+                    help="schedule kinds to draw: reassoc, order, none (comma-separated)")
     args = ap.parse_args()
+    kinds = [k for k in KINDS if k in args.kinds.split(",")] or list(KINDS)
     rng = random.Random(args.seed)
     tgts = targets()
     counts: collections.Counter = collections.Counter()
@@ -109,7 +112,7 @@ def main() -> None:
     while counts["cases"] < args.cases:
         name = names[i % len(names)]
         label = LABELS[(i // len(names)) % len(LABELS)]
-        kind = KINDS[(i // (len(names) * len(LABELS))) % len(KINDS)]
+        kind = kinds[(i // (len(names) * len(LABELS))) % len(kinds)]
         target = tgts[i % len(tgts)]
         i += 1
         p = draw_params(name, label, i)

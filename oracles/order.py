@@ -33,8 +33,16 @@ Preserved means all of the following hold:
 
 What it does not promise: code generation is the same.  TVM emits ``llvm.fmuladd`` for
 ``a*b + c``, which LLVM may fuse or not depending on the instruction selected (scalar or
-vector, target features), so the caller treats a divergence that stays within the error
-bound as ``order_preserving_divergence`` — worth reporting, not a wrong result.
+vector, target features), so the caller treats a divergence from TVM's unscheduled build
+that stays within the error bound as ``order_preserving_divergence`` — a note, not a wrong
+result; the same-order emulation (:mod:`oracles.emulate`) models the multiply-add choice
+and makes the bitwise claim that can fail a case.
+
+bfloat16: buffers other than parameters are compared as float32 (TVM's legalization keeps
+them so), so a ``cache_write`` or ``reindex`` of a bfloat16 accumulator — which then
+accumulates in float32 and rounds once — is not order-preserving.
+:attr:`OrderAnalysis.spatial_kept` is the weaker fact the emulation uses for
+order-independent elements.
 """
 
 from __future__ import annotations
