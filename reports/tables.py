@@ -6,7 +6,8 @@ campaigns are merged the ``campaign`` column says which rows came from where.
 Definitions used throughout:
 
 * a **finding** is a case whose status is a TVM finding (:data:`fuzzharness.verdict.FINDINGS`:
-  wrong_result, nan_inf, order_preserving_divergence, compile_error, crash, timeout);
+  wrong_result, nan_inf, reference_mismatch, compile_error, crash, timeout);
+  order_preserving_divergence is a note, not a finding;
   harness errors are bugs of this harness and are never counted as TVM's;
 * the **failure rate** of a primitive is findings / cases among the cases that applied it
   (a case counts once for every primitive it applied, so rates do not add up to the total);
@@ -57,14 +58,14 @@ def status_counts(data: Campaigns) -> pd.Series:
 
 def failure_rate_by_primitive(data: Campaigns) -> pd.DataFrame:
     """Per schedule primitive: cases that applied it, findings among them, the rate, and the
-    findings split into wrong answers (wrong_result/nan_inf/divergence) and compile/crash."""
+    findings split into wrong answers (wrong_result/nan_inf) and compile/crash."""
     r = data.results
     if r.empty:
         return pd.DataFrame(columns=["cases", "findings", "rate", "wrong", "compile", "crash"])
     e = r[["status", "primitives"]].explode("primitives")
     e["primitives"] = e["primitives"].fillna("(no schedule step)")
     e["finding"] = is_finding(e["status"])
-    e["wrong"] = e["status"].isin(["wrong_result", "nan_inf", "order_preserving_divergence"])
+    e["wrong"] = e["status"].isin(["wrong_result", "nan_inf"])
     e["compile"] = e["status"] == "compile_error"
     e["crash"] = e["status"].isin(["crash", "timeout"])
     g = e.groupby("primitives").agg(cases=("status", "size"), findings=("finding", "sum"),

@@ -138,3 +138,25 @@ def test_order_preserving_divergence_is_a_note_unless_strict_order(tmp_path):
     assert "notes (not failures" in format_summary(s)
     s.strict_order = True
     assert s.exit_code == 1
+
+
+@pytest.mark.slow
+def test_the_repro_of_a_bitwise_failure_judges_bitwise(tmp_path):
+    """A failure the emulation decided on the second run: its repro.py carries those inputs
+    and the emulated reference, so it reproduces — and passes for the correct program."""
+    import subprocess
+    import sys
+
+    from fuzzharness.repro.script import write_script
+
+    p = {"M": 4, "N": 4, "K": 256, "dtype": "float16"}
+    trace = rfactor_trace("matmul", p, "C")
+    wrong_case = case("fault_dropped_term", p, trace, dist="normal")
+    v = execute(wrong_case).verdict
+    assert v.details["decided_by"] == "emulation (second run)", v.line()
+    for name, c, code in (("wrong.py", wrong_case, 1), ("right.py", case("matmul", p, trace, dist="normal"), 0)):
+        (tmp_path / name).write_text(write_script(c, v, bucket="b", signature=None, versions={}).text)
+        r = subprocess.run([sys.executable, "-I", str(tmp_path / name)], capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == code, r.stdout[-1500:] + r.stderr[-1500:]
+    assert "bit for bit from the program's own arithmetic" in r.stdout

@@ -44,7 +44,12 @@ def program_source(workload, params: dict[str, Any]) -> str:
     return text.strip("\n") + "\n"
 
 
-def expectation(case: Case) -> Expectation:
+def expectation(case: Case, verdict=None) -> Expectation:
+    """What the harness compared the kernel with.  With the ``verdict`` of a failure decided
+    by the second input set or by the same-order emulation (``details["decided_by"]``,
+    :mod:`oracles.second_run`), the inputs and reference of *that* check: a repro of a
+    bitwise failure judges bitwise (bound 0, or the distance to the other multiply-add
+    variant; elements the emulation does not determine are not judged)."""
     from fuzzharness.tvm_support import parse_prim_func
     from generators.inputs import make_inputs
     from generators.schedules import relayout
@@ -68,7 +73,37 @@ def expectation(case: Case) -> Expectation:
             else:
                 e.bound = np.zeros_like(e.value)
     layouts = relayout.param_layouts(func, case.trace) if case.trace else {}
+    decided = str(((verdict.details or {}) if verdict is not None else {}).get("decided_by", ""))
+    if decided:
+        inputs, expected, exact = _decisive(case, wl, specs, decided, verdict, inputs, expected,
+                                            exact)
     return Expectation(func, source, specs, outs, inputs, expected, layouts, exact)
+
+
+def _decisive(case, wl, specs, decided: str, verdict, inputs, expected, exact):
+    """(inputs, expected, exact) of the check that decided ``verdict`` (see expectation)."""
+    from oracles import bounds, second_run, target_math
+    from oracles.emulate import emulate
+    from oracles.program import Numerics
+
+    if "second run" in decided:
+        _, inputs = second_run.second_inputs(case, wl, specs)
+        exact = False
+        with np.errstate(all="ignore"), target_math.applied(case.target):
+            expected = wl.reference(case.params, inputs,
+                                    Numerics(wl.prim_func(case.params), case.target))
+    if decided.startswith("emulation"):
+        ordered = bool(((verdict.details or {}).get("order") or {}).get("preserved"))
+        em = emulate(wl.prim_func(case.params), inputs, case.target, ordered=ordered)
+        for name, variants in em.variants.items():
+            v0 = np.asarray(variants[0]).astype(np.float64)
+            spread = np.abs(np.asarray(variants[-1]).astype(np.float64) - v0)
+            mask = em.determined[name]
+            bound = np.where(mask if mask is not None else True, np.nan_to_num(spread), np.inf)
+            expected[name] = bounds.Expected(v0, bound, expected[name].dtype,
+                                             "the program's own arithmetic, same order (bitwise)")
+        exact = False  # the bounds are per element (0, a variant's distance, inf: not judged)
+    return inputs, expected, exact
 
 
 # -- formulas -------------------------------------------------------------------------------------

@@ -73,6 +73,10 @@ def expectation_of(case: Case, verdict: Verdict, timeout: float | None) -> dict[
     if verdict.status is Status.ORDER_PRESERVING_DIVERGENCE:
         exp["compare"] = "unscheduled"
         exp["summary"] = "output bits that differ from the unscheduled program's"
+    elif verdict.status in (Status.WRONG_RESULT, Status.NAN_INF) and \
+            str(d.get("decided_by", "")).startswith("emulation"):
+        exp["summary"] = ("an output element that differs bit for bit from the program's own "
+                          "arithmetic in its own dtypes (same-order emulation)")
     elif verdict.status in (Status.WRONG_RESULT, Status.NAN_INF):
         exp["summary"] = ("an output element farther from the float64 reference than its "
                           "error bound" if verdict.status is Status.WRONG_RESULT
@@ -238,7 +242,7 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str, signature: Signat
     if kind != "llvm" and verdict.stage.value in ("run", "verify", "done"):
         raise NotReproducible(f"running on a {kind!r} target needs its runtime; "
                               "a standalone script is written for llvm, or for compile-time bugs")
-    e = expectation(case)
+    e = expectation(case, verdict)
     if verdict.status is Status.TIMEOUT:
         timeout = float(verdict.details.get("timeout_s") or timeout or 60)
     expect = expectation_of(case, verdict, timeout)
