@@ -293,7 +293,7 @@ class _Interp:
         acc = np.array(init, dtype=acc_dtype)
         in_place = acc.dtype == ct and op == "Add"
         abs_sum = None if self.ordered else np.zeros(s_shape)
-        exact, q, mask = np.ones(s_shape, bool), np.inf, None
+        exact, q, mask = np.ones(s_shape, bool), np.full(s_shape, np.inf), None
         # max/min: which order-revealing values an element met (nan, +0 and −0), init included
         if not self.ordered and op != "Add":
             i64 = np.broadcast_to(acc.astype(np.float64), s_shape)
@@ -322,7 +322,7 @@ class _Interp:
                         e64 = x.astype(np.float64) * y.astype(np.float64)
                         exact &= np.all(e64 == t64, axis=0)
                     abs_sum += np.abs(t64).sum(axis=0)
-                    q = min(q, _quantum(t64))
+                    q = np.minimum(q, _quantum(t64))
                 elif not self.ordered:
                     t64 = t.astype(np.float64)
                     seen_nan |= np.isnan(t64).any(axis=0)
@@ -415,15 +415,18 @@ def _precision(dtype: np.dtype) -> int:
         np.dtype(dtype), 0)
 
 
-def _quantum(t: np.ndarray) -> float:
-    """The largest power of two dividing every nonzero element of ``t`` (inf when none)."""
-    nz = t[(t != 0) & np.isfinite(t)]
-    if nz.size == 0:
-        return np.inf
-    m, e = np.frexp(nz)
+def _quantum(t: np.ndarray) -> np.ndarray:
+    """Per element of ``t[0]``: the largest power of two dividing every nonzero finite
+    ``t[i, ...]`` (inf when there is none) — element by element, so that rows of different
+    magnitudes are certified each on its own."""
+    ok = (t != 0) & np.isfinite(t)
+    m, e = np.frexp(np.where(ok, t, 1.0))
     mi = np.abs(m * 2.0**53).astype(np.int64)
-    low = mi & -mi
-    return float(np.ldexp(1.0, int((e - 53 + np.frexp(low.astype(np.float64))[1] - 1).min())))
+    low_exp = np.frexp((mi & -mi).astype(np.float64))[1] - 1
+    qexp = np.where(ok, e - 53 + low_exp, np.iinfo(np.int64).max)
+    qmin = qexp.min(axis=0)
+    return np.where(qmin == np.iinfo(np.int64).max, np.inf,
+                    np.ldexp(1.0, np.clip(qmin, -1100, 1100).astype(np.int32)))
 
 
 def _loop_order(block, realize, loops) -> dict:
