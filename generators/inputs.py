@@ -38,6 +38,23 @@ from fuzzharness.oracles import numerics
 
 
 @dataclasses.dataclass(frozen=True)
+class ExactSet:
+    """How to draw an input of the *second run* (:func:`exact_inputs`): integers in
+    ``[−max, max]``, each nonzero with probability ``density``, times ``scale`` (a power of two).
+
+    Chosen by the workload so that every partial sum of the program's reductions is exact in
+    the *declared accumulator* — not necessarily in a narrower one, so that an accumulator a
+    miscompilation narrowed shows — and the result stays inside the output dtype's range.
+    Whether a partial sum really is exact is not taken on trust: the same-order emulation
+    (:mod:`fuzzharness.execution.emulate`) certifies it element by element.
+    """
+
+    max: int
+    scale: float = 1.0
+    density: float = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
 class InputSpec:
     name: str
     shape: tuple[int, ...]
@@ -45,6 +62,7 @@ class InputSpec:
     scale: float = 1.0  # max |x| in the float modes
     int_max: int = 0  # max |x| in the exact-integer mode (0: the mode is unavailable)
     specials: tuple[str, ...] = ()  # IEEE special values this input may carry ("inf", "-inf", "nan")
+    exact: ExactSet | None = None  # the second run's inputs (None: integers up to int_max)
 
 
 Distribution = Callable[[np.random.Generator, InputSpec], np.ndarray]
@@ -137,3 +155,15 @@ def tiny_ints(rng: np.random.Generator, spec: InputSpec) -> np.ndarray:
         raise ValueError(f"input {spec.name}: exact-integer mode unavailable for this case")
     m = min(spec.int_max, TINY_INT)
     return rng.integers(-m, m, spec.shape, endpoint=True).astype(np.float64)
+
+
+def exact_values(rng: np.random.Generator, spec: InputSpec) -> np.ndarray | None:
+    """One input of the second run (see :class:`ExactSet`), rounded to the input dtype; None
+    when the input has no exact set (neither ``exact`` nor ``int_max``)."""
+    es = spec.exact or (ExactSet(spec.int_max) if spec.int_max > 0 else None)
+    if es is None or es.max <= 0:
+        return None
+    x = rng.integers(-es.max, es.max, spec.shape, endpoint=True).astype(np.float64)
+    if es.density < 1.0:
+        x = np.where(rng.random(spec.shape) < es.density, np.where(x == 0, 1.0, x), 0.0)
+    return numerics.round_to(x * es.scale, spec.dtype)

@@ -64,7 +64,7 @@ terms).  For an operation computed in a dtype with unit roundoff ``u``::
                  (1 + u)/(1 − u) − 1; propagated error e' = e_x / (2·(x − e_x)^{3/2}) by the
                  mean value theorem; unbounded where x − e_x ≤ 0
     exp          e' = exp(x)·(exp(e_x) − 1)  (exp(x̂)/exp(x) ∈ [e^{−e_x}, e^{e_x}]), plus the
-                 implementation's relative error r·(exp(x) + e') + eta, r = :func:`oracles.
+                 implementation's relative error r·(exp(x) + e') + eta, r = :func:`fuzzharness.oracles.
                  numerics.func_rel` (libm's expf within 1 float32 ulp, then the final rounding)
     sigmoid      TVM lowers it to ``1 / (1 + exp(−x))``: with ê = e(1 + ε1), |ε1| ≤ r, the sum
                  and the division rounding once each, σ̂ = σ·(1 + ε3)/((1 + ε1')(1 + ε2)) with
@@ -127,7 +127,7 @@ import math
 
 import numpy as np
 
-from fuzzharness.oracles import numerics
+from fuzzharness.oracles import numerics, target_math
 from fuzzharness.oracles.numerics import U64
 
 #: the bounds are themselves computed in float64; this factor absorbs their own rounding
@@ -207,7 +207,13 @@ def _u(dtype: str) -> float:
 
 
 def _eta(dtype: str) -> float:
-    return 0.0 if numerics.is_int(dtype) else numerics.fmt(dtype).eta
+    return 0.0 if numerics.is_int(dtype) else target_math.eta(dtype, numerics.fmt(dtype).eta)
+
+
+def _u_op(kind: str, dtype: str) -> float:
+    """Relative error of a division or square root: correctly rounded on llvm, the target's
+    documented ulps elsewhere (:mod:`fuzzharness.oracles.target_math`)."""
+    return 0.0 if numerics.is_int(dtype) else target_math.op_rel(kind, dtype) + U64
 
 
 def _max(dtype: str) -> float:
@@ -299,7 +305,7 @@ def div(a: Approx, b: Approx, dtype: str) -> Approx:
         e0 = np.where((a.err == 0) & (ey == 0), 0.0, e0)
         bad = ay <= ey
         e0 = np.where(bad, np.inf, e0)
-        err = e0 + _u(dtype) * (np.abs(v) + e0) + _eta(dtype)
+        err = e0 + _u_op("div", dtype) * (np.abs(v) + e0) + _eta(dtype)
     return _finish(v, err, dtype, _notes(a, b), "a divisor cannot be told from 0 within its error",
                    bad)
 
@@ -325,7 +331,7 @@ def relu(a: Approx) -> Approx:
 
 
 def exp(a: Approx, dtype: str) -> Approx:
-    r = numerics.func_rel(dtype) + 2 * U64
+    r = target_math.func_rel("exp", dtype, np.abs(a.value) + a.err) + 2 * U64
     with np.errstate(all="ignore"):
         v = np.exp(a.value)
         e0 = np.where(a.err == 0, 0.0, v * np.expm1(a.err))
@@ -334,9 +340,9 @@ def exp(a: Approx, dtype: str) -> Approx:
 
 
 def sigmoid(a: Approx, dtype: str) -> Approx:
-    r = numerics.func_rel(dtype) + 2 * U64
+    r = target_math.func_rel("exp", dtype, np.abs(a.value) + a.err) + 2 * U64
     u = _u(dtype)
-    rel = (1 + u) / ((1 - r) * (1 - u)) - 1
+    rel = (1 + _u_op("div", dtype)) / ((1 - r) * (1 - u)) - 1
     with np.errstate(all="ignore"):
         v = 1.0 / (1.0 + np.exp(-a.value))
         e0 = np.minimum(a.err / 4, 1.0)
@@ -347,6 +353,13 @@ def sigmoid(a: Approx, dtype: str) -> Approx:
 
 
 def tanh(a: Approx, dtype: str) -> Approx:
+    if target_math.library("tanh"):  # CUDA's tanhf/htanh: a relative error, no cancellation
+        r = target_math.func_rel("tanh", dtype) + 2 * U64
+        with np.errstate(all="ignore"):
+            v = np.tanh(a.value)
+            e0 = np.minimum(a.err, 2.0)
+            err = e0 + r * (np.abs(v) + e0) + _eta(dtype)
+        return _finish(v, err, dtype, a.notes)
     r = numerics.func_rel(dtype) + 2 * U64
     u = _u(dtype)
     impl = (1 + u) * (2 * r + 3 * u + u * r) / (1 - u)
@@ -361,15 +374,16 @@ def sqrt(a: Approx, dtype: str) -> Approx:
     with np.errstate(all="ignore"):
         v = np.sqrt(a.value)
         e0 = np.where(a.value > 0, np.minimum(np.sqrt(a.err), a.err / np.sqrt(a.value)), np.sqrt(a.err))
-        err = e0 + _u(dtype) * (v + e0) + _eta(dtype)
+        err = e0 + _u_op("sqrt", dtype) * (v + e0) + _eta(dtype)
         bad = a.value - a.err < 0
         err = np.where(bad, np.inf, err)
     return _finish(v, err, dtype, a.notes, "sqrt of a value that cannot be told from 0", bad)
 
 
 def rsqrt(a: Approx, dtype: str) -> Approx:
-    u = _u(dtype)
-    rel = (1 + u) / (1 - u) - 1
+    rel = (1 + _u_op("div", dtype)) / (1 - _u_op("sqrt", dtype)) - 1
+    if target_math.library("rsqrt"):  # CUDA's rsqrtf, or 1/sqrtf under fast math: the larger
+        rel = max(rel, target_math.func_rel("rsqrt", dtype) + U64)
     with np.errstate(all="ignore"):
         lo = a.value - a.err
         v = 1.0 / np.sqrt(a.value)
@@ -383,7 +397,7 @@ def rsqrt(a: Approx, dtype: str) -> Approx:
 def erf(a: Approx, dtype: str) -> Approx:
     """``erf`` as libm's ``erff`` computes it (see the module docstring); ``dtype`` is the
     dtype the program evaluates it in (float32 in every TVM lowering seen)."""
-    r = numerics.func_rel(dtype) + 2 * U64
+    r = target_math.func_rel("erf", dtype) + 2 * U64
     with np.errstate(all="ignore"):
         v = _erf64(a.value)
         e0 = np.where(a.err == 0, 0.0, np.minimum(2.0 / math.sqrt(math.pi) * a.err, 2.0))

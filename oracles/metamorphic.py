@@ -5,10 +5,12 @@ Two references judge a case.  The float64 numpy reference with its error bound
 target, same pass configuration, same inputs) is the *baseline*; it serves twice:
 
 * **order-aware bitwise check** — when the schedule keeps every output element's operations
-  and their order (:func:`fuzzharness.oracles.order.accumulation_order`), the kernel must reproduce the
-  baseline bit for bit.  A difference that still passes the bound is
-  ``order_preserving_divergence`` (worth a report, not a wrong result); a difference beyond
-  the bound is a ``wrong_result`` anyway.
+  and their order (:func:`fuzzharness.oracles.order.accumulation_order`), the kernel should reproduce
+  the baseline bit for bit.  A difference that still passes the bound is
+  ``order_preserving_divergence``, a *note* (:data:`fuzzharness.core.verdict.NOTES`): a compiler
+  may legally select other instructions for the same operations.  The bitwise claim that
+  fails a case is the same-order emulation's (:mod:`fuzzharness.execution.second_run`), which does not
+  depend on TVM's lowering; where it judged every element, ``auto`` skips this check.
 * **cross-check of the numpy reference** — when the baseline itself fails the bound, the
   float64 reference and TVM's default lowering disagree about the *unscheduled* program:
   ``reference_mismatch``, a finding about the reference or about TVM's lowering, never
@@ -21,9 +23,10 @@ When the baseline is built (:func:`plan`), because it costs a second compile and
 ``build``  (a) the kernel failed (``wrong_result``/``nan_inf``): always, to tell a schedule bug
            from a reference or lowering bug before anyone reads the report (failures are
            rare, so this costs nothing measurable);
-           (b) bound mode, the schedule is order-preserving, and the case falls in the
-           sampled share :data:`ORDER_CHECK_SHARE` (decided from the case id, so a replay
-           makes the same choice).
+           (b) bound mode, the schedule is order-preserving, the same-order emulation did
+           not judge every element of the first run, and the case falls in the sampled
+           share :data:`ORDER_CHECK_SHARE` (decided from the case id, so a replay makes the
+           same choice).
 ``skip``   everything else: a reassociating schedule that passes, every passing case whose
            reference is already bitwise (exact-integer mode, and all-zero bounds: integers,
            max/min, copies — the baseline could add nothing), and the order-preserving cases
@@ -72,8 +75,13 @@ def sample_point(case_id: str) -> float:
 
 
 def plan(judgement: Judgement, order: OrderAnalysis, same_program: bool, exact: bool,
-         policy: str = "auto", sample: float = 0.0) -> str:
-    """``self`` / ``build`` / ``skip`` (see the module docstring)."""
+         policy: str = "auto", sample: float = 0.0, emulated: bool = False) -> str:
+    """``self`` / ``build`` / ``skip`` (see the module docstring).
+
+    ``emulated``: the same-order emulation already judged every element of the case bitwise
+    (:mod:`fuzzharness.execution.second_run`) — under ``auto`` the baseline's bitwise check then adds
+    nothing; ``order`` and ``always`` still build it (benchmarks and triage compare them).
+    """
     if policy not in POLICIES:
         raise ValueError(f"unknown baseline policy {policy!r}; known: {', '.join(POLICIES)}")
     if same_program:
@@ -84,7 +92,8 @@ def plan(judgement: Judgement, order: OrderAnalysis, same_program: bool, exact: 
         return "skip"
     if judgement.status in FAILED:
         return "build"
-    if order.preserved and not exact and (policy == "order" or sample < ORDER_CHECK_SHARE):
+    if order.preserved and not exact and (policy == "order" or sample < ORDER_CHECK_SHARE
+                                          and not emulated):
         return "build"
     return "skip"
 
@@ -103,12 +112,18 @@ def conclude(
     outputs: dict[str, np.ndarray],
     baseline: dict[str, np.ndarray] | None,
     how: str,
+    base_judge=None,
 ) -> Conclusion:
-    """Combine the bound's judgement with the baseline (None when it was not built)."""
+    """Combine the case's judgement with the baseline (None when it was not built).
+
+    ``base_judge(baseline)`` judges the baseline by the check that decided the case
+    (:func:`fuzzharness.execution.second_run.judge_runs`: the bound, or the same-order emulation, on the
+    input set that failed); by default the bound on ``expected``.
+    """
     details: dict[str, Any] = {"order": order.to_dict(), "baseline": how}
     if baseline is None:
         return Conclusion(judgement.status, None, details)
-    base = judge(expected, baseline)
+    base = base_judge(baseline) if base_judge is not None else judge(expected, baseline)
     details["baseline_ratio"] = base.ratio
     if base.status in FAILED:
         who = "the program itself (no schedule applied)" if how == "self" else "TVM's unscheduled build"

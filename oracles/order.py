@@ -33,8 +33,16 @@ Preserved means all of the following hold:
 
 What it does not promise: code generation is the same.  TVM emits ``llvm.fmuladd`` for
 ``a*b + c``, which LLVM may fuse or not depending on the instruction selected (scalar or
-vector, target features), so the caller treats a divergence that stays within the error
-bound as ``order_preserving_divergence`` — worth reporting, not a wrong result.
+vector, target features), so the caller treats a divergence from TVM's unscheduled build
+that stays within the error bound as ``order_preserving_divergence`` — a note, not a wrong
+result; the same-order emulation (:mod:`fuzzharness.execution.emulate`) models the multiply-add choice
+and makes the bitwise claim that can fail a case.
+
+bfloat16: buffers other than parameters are compared as float32 (TVM's legalization keeps
+them so), so a ``cache_write`` or ``reindex`` of a bfloat16 accumulator — which then
+accumulates in float32 and rounds once — is not order-preserving.
+:attr:`OrderAnalysis.spatial_kept` is the weaker fact the emulation uses for
+order-independent elements.
 """
 
 from __future__ import annotations
@@ -60,9 +68,15 @@ class _Unsure(Exception):
 class OrderAnalysis:
     preserved: bool
     reason: str = ""  # why not (empty when preserved)
+    #: every non-reduction block of the unscheduled program is still there once, computing the
+    #: same thing, and every other new block is a copy or part of a reduction (rfactor,
+    #: decompose_reduction): the schedule may have changed accumulation orders, nothing else —
+    #: what the order-independent elements of :mod:`fuzzharness.execution.emulate` need
+    spatial_kept: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"preserved": self.preserved, "reason": self.reason}
+        return {"preserved": self.preserved, "reason": self.reason,
+                "spatial_kept": self.spatial_kept}
 
 
 @dataclasses.dataclass
@@ -112,7 +126,7 @@ _CHILD_ATTRS = ("a", "b", "value", "condition", "true_value", "false_value", "ar
                 "seq", "then_case", "else_case", "body")
 
 
-def op_signature(node, iters: list, lets: dict | None = None) -> Any:
+def op_signature(node, iters: list, lets: dict | None = None, params: frozenset | None = None) -> Any:
     """A hashable description of ``node``'s arithmetic (see the module docstring, point 1)."""
     from tvm import tirx
 
@@ -131,15 +145,15 @@ def op_signature(node, iters: list, lets: dict | None = None) -> Any:
         raise _Unsure(f"free variable {node} in a block body")
     if type(node).__name__ in ("TensorLoad", "BufferLoad"):
         buf = node.source if hasattr(node, "source") else node.buffer
-        return ("load", str(buf.dtype), tuple(op_signature(i, iters, lets) for i in node.indices))
+        return ("load", _legal_dtype(buf, params), tuple(op_signature(i, iters, lets, params) for i in node.indices))
     if isinstance(node, tirx.BufferStore):
-        return ("store", str(node.buffer.dtype), op_signature(node.value, iters, lets),
-                tuple(op_signature(i, iters, lets) for i in node.indices))
+        return ("store", _legal_dtype(node.buffer, params), op_signature(node.value, iters, lets, params),
+                tuple(op_signature(i, iters, lets, params) for i in node.indices))
     if type(node).__name__ == "Bind":
         lets[node.var] = len(lets)
-        return ("bind", str(node.var.ty), op_signature(node.value, iters, lets))
+        return ("bind", str(node.var.ty), op_signature(node.value, iters, lets, params))
     if isinstance(node, list | tuple) or type(node).__name__ == "Array":
-        return tuple(op_signature(x, iters, lets) for x in node)
+        return tuple(op_signature(x, iters, lets, params) for x in node)
     parts: list[Any] = [type(node).__name__]
     ty = getattr(node, "ty", None)
     if ty is not None:
@@ -153,22 +167,33 @@ def op_signature(node, iters: list, lets: dict | None = None) -> Any:
             if isinstance(child, str | int | float):
                 parts.append((attr, child))
             else:
-                parts.append((attr, op_signature(child, iters, lets)))
+                parts.append((attr, op_signature(child, iters, lets, params)))
     return tuple(parts)
 
 
-def _block_signature(block) -> Any:
+def _legal_dtype(buf, params: frozenset | None) -> str:
+    """A buffer's dtype as TVM's llvm code holds it: bfloat16 buffers other than parameters are
+    float32 after ``BF16ComputeLegalize`` (so a ``cache_write`` or ``reindex`` of a bfloat16
+    accumulator accumulates in float32 and rounds once, on the copy to the parameter)."""
+    dt = str(buf.dtype)
+    if dt == "bfloat16" and params is not None and str(buf.name) not in params:
+        return "float32"
+    return dt
+
+
+def _block_signature(block, params: frozenset | None = None) -> Any:
     iters = list(block.iter_vars)
     return (
         tuple((int(iv.iter_type), int(iv.dom.extent)) for iv in iters),
-        op_signature(block.body, iters),
-        op_signature(block.init, iters),
+        op_signature(block.body, iters, None, params),
+        op_signature(block.init, iters, None, params),
     )
 
 
-def _update_signature(block) -> Any:
+def _update_signature(block, params: frozenset | None = None) -> Any:
     iters = list(block.iter_vars)
-    return (tuple((int(iv.iter_type), int(iv.dom.extent)) for iv in iters), op_signature(block.body, iters))
+    return (tuple((int(iv.iter_type), int(iv.dom.extent)) for iv in iters),
+            op_signature(block.body, iters, None, params))
 
 
 def _is_copy(block) -> bool:
@@ -307,15 +332,51 @@ def accumulation_order(original, scheduled) -> OrderAnalysis:
     try:
         _analyse(original, scheduled)
     except _Unsure as e:
-        return OrderAnalysis(False, str(e))
+        return OrderAnalysis(False, str(e), _spatial_kept(original, scheduled))
     except Exception as e:  # noqa: BLE001 - an IR shape this analysis never met: stay modest
         return OrderAnalysis(False, f"analysis failed ({type(e).__name__}: {e})")
-    return OrderAnalysis(True)
+    return OrderAnalysis(True, spatial_kept=True)
+
+
+def _is_reduction(block) -> bool:
+    return any(int(iv.iter_type) == 2 for iv in block.iter_vars)
+
+
+def _spatial_kept(original, scheduled) -> bool:
+    """See :attr:`OrderAnalysis.spatial_kept` (False when unsure)."""
+    try:
+        before, after = _sites(original), _sites(scheduled)
+        p_before, p_after = _params(original), _params(scheduled)
+        for name, sites in before.items():
+            block = sites[0].realize.block
+            if len(sites) != 1:
+                return False
+            if _is_reduction(block):
+                continue
+            got = after.get(name, [])
+            if len(got) != 1 or _block_signature(got[0].realize.block, p_after) \
+                    != _block_signature(block, p_before):
+                return False
+        for name, sites in after.items():
+            if name in before:
+                continue
+            for s in sites:
+                b = s.realize.block
+                if not (_is_copy(b) or _is_reduction(b) or _is_constant_init(b)):
+                    return False
+        return True
+    except Exception:  # noqa: BLE001 - an IR shape this check never met: stay modest
+        return False
+
+
+def _params(func) -> frozenset:
+    return frozenset(str(p.name) for p in func.params)
 
 
 def _analyse(original, scheduled) -> None:
     before = _sites(original)
     after = _sites(scheduled)
+    p_before, p_after = _params(original), _params(scheduled)
     accounted: set[str] = set()
     for name, sites in before.items():
         if len(sites) != 1:
@@ -340,9 +401,10 @@ def _analyse(original, scheduled) -> None:
             raise _Unsure(f"block {name} sits inside {'an if' if site.wrapped == 'if' else 'another block'}")
         new = site.realize.block
         if decomposed:
-            if _update_signature(new) != _update_signature(block) or new.init is not None:
+            if _update_signature(new, p_after) != _update_signature(block, p_before) \
+                    or new.init is not None:
                 raise _Unsure(f"block {name}_update computes something else")
-        elif _block_signature(new) != _block_signature(block):
+        elif _block_signature(new, p_after) != _block_signature(block, p_before):
             raise _Unsure(f"block {name} computes something else")
         if new.annotations and len(new.annotations):
             raise _Unsure(f"block {name} carries annotations {sorted(map(str, new.annotations.keys()))}")

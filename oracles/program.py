@@ -11,6 +11,17 @@ what the bound must catch.
 much: ``k·u ≥ 1/2``, where ``γ_k ≥ 1`` lets the error reach ``Σ|t_i|`` (even a result of the
 wrong sign would pass); from ``k·u ≥ 1`` on the verdict is inconclusive.  Generators switch
 such cases to the exact-integer input mode.
+
+bfloat16 as TVM computes it (:meth:`Numerics.compute_dtype`): where TVM's
+``BF16ComputeLegalize`` applies — every target but CUDA from sm_80 on, whose bfloat16
+arithmetic is native — bfloat16 arithmetic is float32 arithmetic, internal (allocated)
+bfloat16 buffers are float32, and a value is rounded to bfloat16 only when stored to a
+bfloat16 parameter.  So a reduction into an internal bfloat16 buffer accumulates in float32
+(:meth:`Numerics.accumulation_dtype` says so) and element-wise bfloat16 arithmetic runs in
+float32 — literals included: ``T.bfloat16(1021)`` is the float32 1021 in the kernel, not
+the bfloat16 1020 (``tests/test_emulate.py`` checks it).  This holds for every schedule:
+a schedule cannot turn an internal buffer into a parameter, and the buffers it adds
+(``cache_write``, ``reindex``, ``rfactor``) are internal.
 """
 
 from __future__ import annotations
@@ -27,6 +38,7 @@ class BlockInfo:
     name: str
     write_dtypes: tuple[str, ...]
     reduction_extents: tuple[int, ...]
+    writes_params: tuple[bool, ...] = ()  # per write: is the buffer a function parameter
 
     @property
     def is_reduction(self) -> bool:
@@ -40,11 +52,21 @@ class BlockInfo:
         return n
 
 
+def bf16_legalized(target: dict | None) -> bool:
+    """Whether TVM computes bfloat16 in float32 for ``target`` (None: llvm)."""
+    if not target or target.get("kind") != "cuda":
+        return True
+    arch = str(target.get("arch", "sm_90"))
+    digits = "".join(ch for ch in arch[3:] if ch.isdigit())
+    return not digits or int(digits) < 80
+
+
 def blocks(func) -> dict[str, BlockInfo]:
     """Every named SBlock of ``func`` (the implicit root excluded)."""
     import tvm_ffi
     from tvm import s_tir
 
+    params = frozenset(str(p.name) for p in func.params)
     found: dict[str, BlockInfo] = {}
 
     def visit(block) -> None:
@@ -54,7 +76,8 @@ def blocks(func) -> dict[str, BlockInfo]:
             int(iv.dom.extent) for iv in block.iter_vars if int(iv.iter_type) == REDUCE_ITER
         )
         dtypes = tuple(str(w.source.dtype) for w in block.writes)
-        found[str(block.name_hint)] = BlockInfo(str(block.name_hint), dtypes, red)
+        is_param = tuple(str(w.source.name) in params for w in block.writes)
+        found[str(block.name_hint)] = BlockInfo(str(block.name_hint), dtypes, red, is_param)
 
     tvm_ffi.structural_walk(func, [(s_tir.SBlock, visit)])
     return found
@@ -63,16 +86,25 @@ def blocks(func) -> dict[str, BlockInfo]:
 class Numerics:
     """What the reference needs to know about the program's arithmetic."""
 
-    def __init__(self, func):
+    def __init__(self, func, target: dict | None = None):
         self._blocks = blocks(func)
+        self.bf16_in_fp32 = bf16_legalized(target)
+
+    def compute_dtype(self, dtype: str) -> str:
+        """The dtype arithmetic declared in ``dtype`` is computed in (see the module doc)."""
+        return "float32" if dtype == "bfloat16" and self.bf16_in_fp32 else dtype
 
     def accumulation_dtype(self, block: str) -> str:
+        """The dtype block ``block`` accumulates in: its write buffer's, float32 for an
+        internal bfloat16 buffer where bfloat16 is computed in float32."""
         info = self._blocks.get(block)
         if info is None:
             raise KeyError(f"program has no block {block!r}; blocks: {sorted(self._blocks)}")
         if not info.is_reduction:
             raise ValueError(f"block {block!r} is not a reduction")
-        return info.write_dtypes[0]
+        dt = info.write_dtypes[0]
+        internal = bool(info.writes_params) and not info.writes_params[0]
+        return self.compute_dtype(dt) if internal else dt
 
     def reduction_length(self, block: str) -> int:
         return self._blocks[block].reduction_length

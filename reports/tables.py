@@ -6,7 +6,8 @@ campaigns are merged the ``campaign`` column says which rows came from where.
 Definitions used throughout:
 
 * a **finding** is a case whose status is a TVM finding (:data:`fuzzharness.core.verdict.FINDINGS`:
-  wrong_result, nan_inf, order_preserving_divergence, compile_error, crash, timeout);
+  wrong_result, nan_inf, reference_mismatch, compile_error, crash, timeout);
+  order_preserving_divergence is a note, not a finding;
   harness errors are bugs of this harness and are never counted as TVM's;
 * the **failure rate** of a primitive is findings / cases among the cases that applied it
   (a case counts once for every primitive it applied, so rates do not add up to the total);
@@ -60,7 +61,7 @@ def status_counts(data: Campaigns) -> pd.Series:
 
 #: how the failure-rate table splits findings (every finding status is in exactly one)
 FINDING_GROUPS = {
-    "wrong": ("wrong_result", "nan_inf", "order_preserving_divergence"),
+    "wrong": ("wrong_result", "nan_inf"),
     "reference": ("reference_mismatch",),
     "compile": ("compile_error",),
     "crash": ("crash", "timeout"),
@@ -70,8 +71,8 @@ RATE_COLUMNS = ["cases", "findings", "rate", *FINDING_GROUPS]
 
 def failure_rate_by_primitive(data: Campaigns) -> pd.DataFrame:
     """Per schedule primitive: cases that applied it, findings among them, the rate, and the
-    findings split into :data:`FINDING_GROUPS` (wrong answers — wrong_result, nan_inf,
-    divergence —, reference mismatches, compile errors, crashes and timeouts).
+    findings split into :data:`FINDING_GROUPS` (wrong answers — wrong_result, nan_inf —,
+    reference mismatches, compile errors, crashes and timeouts).
 
     Only real primitives: a case that applied none (an unscheduled case) or whose case was
     not stored (TVM failed while its schedule was drawn) is counted by no row here."""

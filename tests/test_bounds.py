@@ -7,6 +7,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import tests.plugins.fault_backends  # noqa: F401  (test_llvm_last_bit)
 import tests.plugins.wrong_programs  # noqa: F401
 from fuzzharness.core.case import Case
 from fuzzharness.core.verdict import Status
@@ -86,12 +87,21 @@ def test_the_reduction_bound_is_gamma_of_the_program_accumulator():
 
 
 def test_meaningless_gamma_is_inconclusive_never_pass_or_fail():
-    """bf16 accumulation of 256 products: k·u ≥ 1 — the verdict says so."""
+    """bf16 accumulation of 256 products: k·u ≥ 1 — the bound says so, and the case is
+    inconclusive unless something else judges every element."""
     p = {"M": 3, "N": 4, "K": 256, "dtype": "bfloat16"}
-    v = execute(Case(workload={"name": "matmul", "params": p},
+    # a target kind the same-order emulation has no model for: only the bound judges
+    v = execute(Case(workload={"name": "matmul", "params": p}, target={"kind": "test_llvm_last_bit"},
                      inputs={"distribution": "uniform", "seed": 1})).verdict
     assert v.status is Status.INCONCLUSIVE, v.line()
     assert "≥ 1" in v.details["inconclusive"] and not v.is_finding
+    # on llvm the emulation of the program's own arithmetic judges it bitwise instead
+    v = execute(Case(workload={"name": "matmul", "params": p},
+                     inputs={"distribution": "uniform", "seed": 1})).verdict
+    assert v.status is Status.PASS, v.line()
+    first = [c for c in v.details["checks"] if c["run"] == "first"]
+    assert [(c["reference"], c["status"], c["complete"]) for c in first] == [
+        ("bound", "inconclusive", False), ("emulation", "pass", True)]
     # … and the generator's exact-integer mode judges the same program bitwise
     v = execute(Case(workload={"name": "matmul", "params": p},
                      inputs={"distribution": "small_ints", "seed": 1}, oracle={"mode": "exact"})).verdict

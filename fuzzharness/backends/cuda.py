@@ -6,8 +6,11 @@ Stages:
 ``codegen``  ``tir_to_runtime``: CUDA C for the kernels (host code generated too); the launch
              plan is read from the lowered host function
 ``build``    ``nvcc --cubin -O3 -gencode arch=compute_XX,code=sm_XX`` for the case's
-             ``target["arch"]`` (the flags TVM's own nvcc path uses) — compile only, no GPU
-             needed.  A refusal by nvcc is a ``compile_error`` at ``build`` with the CUDA
+             ``target["arch"]`` with the flags TVM's own nvcc path (``tvm/support/nvcc.py``)
+             adds: the half/bfloat16 operator macros undefined, relaxed constexpr, extended
+             lambdas and ``--use_fast_math`` — unless ``$TVM_CUDA_NVCC_NO_FAST_MATH`` is set,
+             TVM's own switch (:data:`TVM_FLAGS`, :func:`oracles.target_math.cuda_fast_math`:
+             the error model follows the same switch) — compile only, no GPU needed.  A refusal by nvcc is a ``compile_error`` at ``build`` with the CUDA
              source and nvcc's log in the verdict details.  Without nvcc the case stops after
              codegen, inconclusive (``not_run`` says why).
 ``run``      only on a host with a GPU whose compute capability matches the cubin: the
@@ -61,10 +64,22 @@ def arch_of(target: dict[str, Any]) -> str:
     return arch
 
 
+#: what ``tvm/support/nvcc.py`` (TVM 0.27) passes to nvcc besides the target and files; its
+#: ``--ptxas-options`` (verbose output, register-usage level 10, local-memory warnings)
+#: are left out: they change diagnostics, not the arithmetic
+TVM_FLAGS = ("-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__",
+             "-U__CUDA_NO_BFLOAT16_OPERATORS__", "-U__CUDA_NO_BFLOAT16_CONVERSIONS__",
+             "-U__CUDA_NO_BFLOAT162_OPERATORS__", "-U__CUDA_NO_BFLOAT162_CONVERSIONS__",
+             "--expt-relaxed-constexpr", "--expt-extended-lambda")
+
+
 def nvcc_command(arch: str, src: str, out: str) -> list[str]:
+    from fuzzharness.oracles.target_math import cuda_fast_math
+
     suffix = arch[3:]
     return [nvcc_path() or "nvcc", "--cubin", "-O3", "-gencode",
-            f"arch=compute_{suffix},code=sm_{suffix}", "-o", out, src]
+            f"arch=compute_{suffix},code=sm_{suffix}", *TVM_FLAGS,
+            *(["--use_fast_math"] if cuda_fast_math() else []), "-o", out, src]
 
 
 def compile_cubin(source: str, arch: str, plan_summary: str = "") -> bytes:

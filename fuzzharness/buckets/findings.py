@@ -13,13 +13,13 @@ minimizing first):
 ``high``   1       a silent wrong answer: ``wrong_result``, ``nan_inf``, a ``crash`` while the
                    kernel ran (an out-of-bounds access, a heap corruption)
 ``medium`` 2       ``timeout``; a ``crash`` while compiling
-``low``    3       ``compile_error`` (TVM refuses loudly); ``order_preserving_divergence``
-                   (bits differ within the bound where the order was kept)
+``low``    3       ``compile_error`` (TVM refuses loudly)
 ``triage`` 4       ``reference_mismatch``: TVM's unscheduled build disagrees with the
                    reference — TVM's default lowering or this harness's reference is wrong
 =========  ======  ==============================================================================
 
-Within a severity: new before known, then by count.  The repro path is relative to the
+An ``order_preserving_divergence`` is a *note*, not a finding (:data:`fuzzharness.core.verdict.NOTES`):
+it is not listed here.  Within a severity: new before known, then by count.  The repro path is relative to the
 campaign directory (``repros/<bucket>``), so it stays valid when the directory moves.
 """
 

@@ -46,10 +46,10 @@ import re
 from typing import Any
 
 from fuzzharness.core.kinds import kind_of
-from fuzzharness.core.verdict import FINDINGS, Status, Verdict
+from fuzzharness.core.verdict import FINDINGS, NOTES, Status, Verdict
 
 #: statuses that get a bucket: TVM findings, and harness errors (reported apart, never as TVM's)
-BUCKETED = frozenset(FINDINGS | {Status.HARNESS_ERROR})
+BUCKETED = frozenset(FINDINGS | NOTES | {Status.HARNESS_ERROR})
 
 
 # -- normalisation -------------------------------------------------------------------------
@@ -135,6 +135,10 @@ class Signature:
     @property
     def is_finding(self) -> bool:
         return Status(self.symptom).is_finding
+
+    @property
+    def is_note(self) -> bool:
+        return Status(self.symptom).is_note
 
     def key_fields(self) -> dict[str, Any]:
         """The fields that make the bucket key (see the module docstring)."""

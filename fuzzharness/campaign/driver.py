@@ -93,8 +93,12 @@ class BucketReport:
         return self.signature.is_finding
 
     @property
+    def is_note(self) -> bool:
+        return self.signature.is_note
+
+    @property
     def is_new(self) -> bool:
-        return self.is_finding and self.known is None
+        return (self.is_finding or self.is_note) and self.known is None
 
     @property
     def probably_known(self) -> bool:
@@ -118,6 +122,7 @@ class CampaignSummary:
     minimized: str = ""  # the report of the minimization of new buckets (fuzzharness.minimize)
     interrupted: str = ""  # the phase a Ctrl-C/SIGTERM stopped: "cases", "minimizing" ("": none)
     root_causes: list[dict] = dataclasses.field(default_factory=list)  # ResultsDB.root_causes rows
+    strict_order: bool = False  # new notes fail the campaign too (--strict-order)
 
     @property
     def rate(self) -> float:
@@ -129,19 +134,27 @@ class CampaignSummary:
 
     @property
     def new_buckets(self) -> list[BucketReport]:
-        return [b for b in self.buckets if b.is_new]
+        """New finding buckets (what is minimized and fails the campaign)."""
+        return [b for b in self.buckets if b.is_new and b.is_finding]
+
+    @property
+    def notes(self) -> list[BucketReport]:
+        """Note buckets (order_preserving_divergence), listed apart."""
+        return [b for b in self.buckets if b.is_note]
 
     @property
     def harness_errors(self) -> list[BucketReport]:
-        return [b for b in self.buckets if not b.is_finding]
+        return [b for b in self.buckets if not b.is_finding and not b.is_note]
 
     @property
     def exit_code(self) -> int:
-        """3 interrupted (the answer is incomplete), else 1 new findings, else 3 harness
-        errors, else 0 (fuzzharness.core.errors states the contract)."""
+        """3 interrupted (the answer is incomplete), else 1 new findings (or new notes with
+        --strict-order), else 3 harness errors, else 0 (fuzzharness.core.errors states the
+        contract)."""
         if self.interrupted:
             return EXIT_HARNESS
-        if self.new_buckets:
+        new_notes = self.strict_order and any(b.is_new for b in self.notes)
+        if self.new_buckets or new_notes:
             return EXIT_FINDINGS
         return EXIT_HARNESS if self.harness_errors else EXIT_OK
 
@@ -316,6 +329,7 @@ class Campaign:
             self.known.source, executor.recycled if executor is not None else 0,
             confirmations=dict(confirmer.counts))
         summary.interrupted = interrupted
+        summary.strict_order = s.strict_order
         summary.coverage = coverage.store(self.db.conn)
         summary.root_causes = self.db.root_causes()
         self.db.close()
@@ -421,7 +435,7 @@ class Campaign:
             sig = b["signature"]
             st = stats.get(b["key"], {})
             m, root, minimized, raw = None, "", False, None
-            if sig.is_finding:
+            if sig.is_finding or sig.is_note:
                 raw = m = self.known.classify(sig, tvm_version)
                 r = repros.get(b["key"])
                 if r is not None and r["reproduced"] and r.get("root_cause_fields") and r.get("signature"):
@@ -481,6 +495,14 @@ def format_summary(s: CampaignSummary, *, limit: int = 15, coverage_table: bool 
             lines.append(f"        {len(group)} bucket{'s' if len(group) > 1 else ''}; first: case #{first}"
                          + (f"; {unsure} only probably (a raw match, not confirmed by a minimized case)"
                             if unsure else ""))
+    notes = s.notes
+    if notes:  # order_preserving_divergence: recorded, not failures unless --strict-order
+        lines.append(f"notes ({'failing the run: --strict-order' if s.strict_order else 'not failures; --strict-order makes new ones fail'}): "
+                     f"{sum(b.count for b in notes)} cases in {len(notes)} buckets — order-preserving "
+                     "schedules whose output differs bitwise from TVM's unscheduled build within the bound")
+        for b in sorted(notes, key=lambda b: (-b.count, b.example_idx))[:limit]:
+            tag = "NEW " if b.known is None else "known"
+            lines.append(f"  {tag} {b.count:>5} × {b.title}  (first: case #{b.example_idx})")
     harness = s.harness_errors
     if harness:
         lines.append(f"harness errors (bugs in fuzzharness, not in TVM): "

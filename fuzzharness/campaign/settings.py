@@ -16,6 +16,7 @@ A TOML file has two optional tables whose keys are the field names below::
     known_bugs = ""          # known-bugs file; "" = the packaged fuzzharness/known_bugs.toml
     confirm = true           # re-run every finding alone in a fresh worker before it counts
     hygiene = true           # glibc malloc checks + guard zones in every worker
+    strict_order = false     # order_preserving_divergence notes fail the campaign too
 
     [generation]
     workloads = ["matmul"]   # default: all
@@ -58,7 +59,8 @@ DEFAULT_TIME_BUDGET = 120.0
 MIN_MEMORY_MB = 512
 #: settings a resumed campaign may change: when to stop, how cases run, how they are reported
 RESUMABLE = frozenset({"time_budget", "max_cases", "workers", "timeout", "memory_mb",
-                       "executor", "known_bugs", "ray_address", "rpc", "confirm", "hygiene"})
+                       "executor", "known_bugs", "ray_address", "rpc", "confirm", "hygiene",
+                       "strict_order"})
 
 
 class SettingsError(ValueError):
@@ -75,6 +77,7 @@ class CampaignSettings:
     memory_mb: int = 4096
     executor: str = "local"
     known_bugs: str = ""  # "" = the packaged file
+    strict_order: bool = False  # new order_preserving_divergence notes set exit status 1 too
     ray_address: str = ""  # executor "ray": the cluster ("" = $RAY_ADDRESS, else a private one)
     # A remote TVM RPC device that runs the kernels (fuzzharness.backends.rpc.RemoteDevice);
     # {} = the local device.  Not part of any case: the same case runs anywhere.

@@ -85,6 +85,10 @@ def add_arguments(p) -> None:
     p.add_argument("--rpc-key", metavar="KEY", help="device key on the RPC tracker (or server)")
     p.add_argument("--known-bugs", type=Path, metavar="FILE",
                    help="known-bugs TOML file (default: the packaged fuzzharness/known_bugs.toml)")
+    p.add_argument("--strict-order", action="store_true", default=None,
+                   help="order_preserving_divergence notes (an order-preserving schedule's output "
+                        "differs bitwise from TVM's unscheduled build, within the bound) fail the "
+                        "campaign like findings (exit status 1)")
     p.add_argument("--config", type=Path, metavar="FILE", help="TOML settings file")
     p.add_argument("--workloads", help="comma-separated workload names (default: all; "
                                        "`fuzzharness list workloads`)")
@@ -154,7 +158,8 @@ def _run_overrides(args) -> dict:
             "workers": args.workers, "timeout": args.timeout, "memory_mb": args.memory_mb,
             "executor": args.executor, "ray_address": args.ray_address,
             "known_bugs": str(args.known_bugs.resolve()) if args.known_bugs else None,
-            "rpc": _rpc(args), "confirm": args.confirm, "hygiene": args.hygiene}
+            "rpc": _rpc(args), "confirm": args.confirm, "hygiene": args.hygiene,
+            "strict_order": args.strict_order}
     return {k: v for k, v in over.items() if v is not None}
 
 

@@ -76,6 +76,10 @@ def expectation_of(verdict: Verdict, timeout: float | None = None) -> dict[str, 
     if verdict.status is Status.ORDER_PRESERVING_DIVERGENCE:
         exp["compare"] = "unscheduled"
         exp["summary"] = "output bits that differ from the unscheduled program's"
+    elif verdict.status in (Status.WRONG_RESULT, Status.NAN_INF) and \
+            str(d.get("decided_by", "")).startswith("emulation"):
+        exp["summary"] = ("an output element that differs bit for bit from the program's own "
+                          "arithmetic in its own dtypes (same-order emulation)")
     elif verdict.status in (Status.WRONG_RESULT, Status.NAN_INF):
         exp["summary"] = ("an output element farther from the float64 reference than its "
                           "error bound" if verdict.status is Status.WRONG_RESULT

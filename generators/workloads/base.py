@@ -111,6 +111,23 @@ class Workload:
         """A short dtype tag for statistics and filters, e.g. ``float16`` or ``float16-acc32``."""
         return params["dtype"]
 
+    def exact_inputs(self, params: dict[str, Any], rng: np.random.Generator
+                     ) -> dict[str, np.ndarray] | None:
+        """Inputs of the second run of every kernel (:mod:`fuzzharness.execution.second_run`): exact inputs —
+        small integers times powers of two, from each input's :class:`~generators.inputs.
+        ExactSet` (or ``int_max``) — or None when some input has none.  Workloads whose exact
+        inputs need structure override it (balanced layer-norm rows, softmax rows of 0 and a
+        value whose exponential underflows)."""
+        from fuzzharness.generators.inputs import exact_values
+
+        out = {}
+        for spec in self.inputs(params):
+            x = exact_values(rng, spec)
+            if x is None:
+                return None
+            out[spec.name] = x
+        return out
+
     def kernel_source(self, params: dict[str, Any]) -> str:
         """The program the kernel is built from: :meth:`source` itself.
 
@@ -246,6 +263,37 @@ def exact_int_max(k: int, in_dtype: str, sum_dtypes: tuple[str, ...], *, product
     per_term = min(cap(d) for d in sum_dtypes) // max(k, 1)
     m = int(np.floor(np.sqrt(per_term))) if products else per_term
     return max(min(m, cap(in_dtype)), 0)
+
+
+def exact_set(k: int, in_dtype: str, acc: str, out: str, *, products: bool):
+    """The :class:`~generators.inputs.ExactSet` of a k-term reduction of inputs (products: of
+    pairs of inputs) accumulated in ``acc`` and stored as ``out``.
+
+    Integers up to ``m`` keep every partial sum of the k terms exact in ``acc`` (``k·m`` or
+    ``k·m² ≤ 2^p``; a narrower accumulator, e.g. fp16 for fp32, then rounds); where that
+    leaves ``m < 2`` the inputs are sparse ternary, nonzero with the density that keeps the
+    *expected* ``Σ|t|`` at a quarter of ``2^p`` (elements above it are simply not certified
+    exact).  A power-of-two ``scale`` keeps the worst-case result within a quarter of the
+    largest finite value of ``acc`` and ``out`` (an fp16 output of an fp32 accumulator).
+    """
+    from fuzzharness.generators.inputs import ExactSet
+    from fuzzharness.oracles import numerics
+
+    if not numerics.is_float(acc):
+        return ExactSet(exact_int_max(k, in_dtype, (acc, out), products=products))
+    k = max(k, 1)
+    per_term = numerics.fmt(acc).max_exact_int // k
+    m = int(np.floor(np.sqrt(per_term))) if products else per_term
+    m = min(m, int_input_max(in_dtype))
+    density = 1.0
+    if m < 2:
+        m, want = 1, numerics.fmt(acc).max_exact_int / 4 / k
+        density = float(min(1.0, np.sqrt(want) if products else want))
+    limit = min(numerics.fmt(acc).max, numerics.fmt(out).max if numerics.is_float(out) else np.inf) / 4
+    scale = 1.0
+    while k * (m * scale) ** (2 if products else 1) > limit:
+        scale /= 2
+    return ExactSet(m, scale, density)
 
 
 def reduction_limit(options: GenOptions, label: str) -> int:

@@ -27,6 +27,7 @@ from fuzzharness.generators.workloads.base import (
     draw_extent,
     draw_label,
     exact_int_max,
+    exact_set,
     reduction_limit,
     register,
 )
@@ -86,8 +87,9 @@ def main(A: {buf(a_shape, din)}, B: {buf(b_shape, din)}, C: {buf(shape, dout)}):
         a_shape, b_shape = self._shapes(p)
         m = exact_int_max(p["K"], din, (acc, dout), products=True)
         s = int_scale(din, p["K"], acc)
-        return [InputSpec("A", a_shape, din, scale=s, int_max=m, specials=specials(din)),
-                InputSpec("B", b_shape, din, scale=s, int_max=m, specials=specials(din))]
+        es = exact_set(p["K"], din, acc, dout, products=True)
+        return [InputSpec("A", a_shape, din, scale=s, int_max=m, specials=specials(din), exact=es),
+                InputSpec("B", b_shape, din, scale=s, int_max=m, specials=specials(din), exact=es)]
 
     def outputs(self, p: dict[str, Any]) -> list[TensorSpec]:
         return [TensorSpec("C", (p["batch"], p["M"], p["N"]), DTYPE_LABELS[p["dtype"]][2])]

@@ -29,6 +29,7 @@ from fuzzharness.generators.workloads.base import (
     draw_extent,
     draw_label,
     exact_int_max,
+    exact_set,
     reduction_limit,
     register,
 )
@@ -191,8 +192,9 @@ def main(I: {buf(ishape, din)}, W: {buf(wshape, din)}, O: {buf(oshape, dout)}):
         ishape, wshape, _, _ = self.shapes(p)
         m = exact_int_max(self.k(p), din, (acc, dout), products=True)
         s = int_scale(din, self.k(p), acc)
-        return [InputSpec("I", ishape, din, scale=s, int_max=m, specials=specials(din)),
-                InputSpec("W", wshape, din, scale=s, int_max=m, specials=specials(din))]
+        es = exact_set(self.k(p), din, acc, dout, products=True)
+        return [InputSpec("I", ishape, din, scale=s, int_max=m, specials=specials(din), exact=es),
+                InputSpec("W", wshape, din, scale=s, int_max=m, specials=specials(din), exact=es)]
 
     def outputs(self, p: dict[str, Any]) -> list[TensorSpec]:
         return [TensorSpec("O", self.shapes(p)[2], DTYPE_LABELS[p["dtype"]][2])]

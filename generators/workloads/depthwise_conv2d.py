@@ -25,6 +25,7 @@ from fuzzharness.generators.workloads.base import (
     draw_extent,
     draw_label,
     exact_int_max,
+    exact_set,
     register,
 )
 from fuzzharness.generators.workloads.conv2d import draw_conv_shape, out_extent, windows
@@ -84,8 +85,9 @@ def main(I: {buf(ishape, din)}, W: {buf(wshape, din)}, O: {buf(oshape, dout)}):
         k = p["KH"] * p["KW"]
         m = exact_int_max(k, din, (acc, dout), products=True)
         s = int_scale(din, k, acc)
-        return [InputSpec("I", ishape, din, scale=s, int_max=m, specials=specials(din)),
-                InputSpec("W", wshape, din, scale=s, int_max=m, specials=specials(din))]
+        es = exact_set(k, din, acc, dout, products=True)
+        return [InputSpec("I", ishape, din, scale=s, int_max=m, specials=specials(din), exact=es),
+                InputSpec("W", wshape, din, scale=s, int_max=m, specials=specials(din), exact=es)]
 
     def outputs(self, p: dict[str, Any]) -> list[TensorSpec]:
         return [TensorSpec("O", self.shapes(p)[2], DTYPE_LABELS[p["dtype"]][2])]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from hypothesis import strategies as st
 
 from fuzzharness.generators.inputs import InputSpec
@@ -30,10 +31,13 @@ from fuzzharness.generators.workloads.base import (
     draw_label,
     register,
 )
-from fuzzharness.oracles import bounds
+from fuzzharness.oracles import bounds, numerics
 from fuzzharness.oracles.bounds import Approx
 
 EPS = 1e-5
+#: magnitudes of the second run's inputs (see LayerNorm.exact_inputs): s² stays a normal
+#: float16 number, and eps (1e-5) is 0.6 % to 16 % of it
+BALANCED = (2.0**-4, 2.0**-5, 2.0**-6, 2.0**-7)
 #: longest row per compute dtype: the variance under rsqrt must stay distinguishable from
 #: −eps within its worst-case error (γ_N of the mean and of the squares), or rows turn
 #: inconclusive — at 512 fp16 terms most rows of a cancelling input did
@@ -97,12 +101,35 @@ def main(X: {buf(shape, din)}, gamma: {buf((N,), din)}, beta: {buf((N,), din)}, 
     def outputs(self, p: dict[str, Any]) -> list[TensorSpec]:
         return [TensorSpec("Y", (p["B"], p["M"], p["N"]), DTYPE_LABELS[p["dtype"]][2])]
 
+    def exact_inputs(self, p: dict[str, Any], rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Balanced rows: ``N // 2`` elements ``+s`` and ``N // 2`` elements ``−s`` (a 0 when N
+        is odd), shuffled, with ``s`` a power of two from :data:`BALANCED` drawn per row: the
+        row sum is exactly 0 in any order, the mean 0, every centred square exactly ``s²`` and
+        their sum exact, so the statistics are exact and every output is determined by the
+        element-wise rest.  ``s²`` is small enough for ``eps`` to show in ``rsqrt(σ² + eps)``,
+        and differs between rows, so that a perturbation of the variance (say, by N/(N−1))
+        does not meet the same rounding in every row.  gamma and beta: integers in [−8, 8] / 8."""
+        din = DTYPE_LABELS[p["dtype"]][0]
+        B, M, N = p["B"], p["M"], p["N"]
+        rows = []
+        for _ in range(B * M):
+            s = float(rng.choice(BALANCED))
+            rows.append(rng.permutation(np.concatenate([np.full(N // 2, s), np.full(N // 2, -s),
+                                                        np.zeros(N % 2)])))
+        x = np.stack(rows).reshape(B, M, N)
+        gamma = rng.integers(-8, 8, N, endpoint=True) / 8.0
+        beta = rng.integers(-8, 8, N, endpoint=True) / 8.0
+        return {"X": numerics.round_to(x, din), "gamma": numerics.round_to(gamma, din),
+                "beta": numerics.round_to(beta, din)}
+
     def reference(self, p, inputs, numerics_):
         din, ct, dout = DTYPE_LABELS[p["dtype"]]
         x = Approx.exact(as_f64(inputs["X"]), din)
         gamma = Approx.exact(as_f64(inputs["gamma"]), din)
         beta = Approx.exact(as_f64(inputs["beta"]), din)
-        y = layer_norm_bound(x, gamma, beta, -1, stat=ct, affine=ct, eps=EPS,
+        # bfloat16 programs compute in float32, their literals included (oracles/program.py)
+        cd = numerics_.compute_dtype(ct)
+        y = layer_norm_bound(x, gamma, beta, -1, stat=cd, affine=cd, eps=EPS,
                              acc_mean=numerics_.accumulation_dtype("mean"),
                              acc_var=numerics_.accumulation_dtype("var"))
         return {"Y": bounds.to_expected(y, dout, "layer_norm")}

@@ -26,6 +26,7 @@ from fuzzharness.generators.workloads.base import (
     draw_extent,
     draw_label,
     exact_int_max,
+    exact_set,
     reduction_limit,
     register,
 )
@@ -84,9 +85,10 @@ def main(A: {buf((M, K), din)}, B: {buf((K, N), din)}, C: {buf((M, N), dout)}):
         din, acc, dout = DTYPES[p["dtype"]]
         m = exact_int_max(p["K"], din, (acc, dout), products=True)
         s = int_scale(din, p["K"], acc)
+        es = exact_set(p["K"], din, acc, dout, products=True)
         return [
-            InputSpec("A", (p["M"], p["K"]), din, scale=s, int_max=m, specials=specials(din)),
-            InputSpec("B", (p["K"], p["N"]), din, scale=s, int_max=m, specials=specials(din)),
+            InputSpec("A", (p["M"], p["K"]), din, scale=s, int_max=m, specials=specials(din), exact=es),
+            InputSpec("B", (p["K"], p["N"]), din, scale=s, int_max=m, specials=specials(din), exact=es),
         ]
 
     def outputs(self, p: dict[str, Any]) -> list[TensorSpec]:

@@ -31,6 +31,7 @@ from fuzzharness.generators.workloads.base import (
     draw_extent,
     draw_label,
     exact_int_max,
+    exact_set,
     lowest,
     lowest_value,
     minmax_dtype,
@@ -148,7 +149,11 @@ def main(I: {buf(ishape, din)}, O: {buf(oshape, dout)}):
         else:
             m = exact_int_max(k, din, (acc, dout), products=False)
             scale, specials = 1.0, ALL_SPECIALS
-        return [InputSpec("I", self.shapes(p)[0], din, scale=scale, int_max=m, specials=specials)]
+        # pool_acc is internal: a bfloat16 one accumulates in float32 (oracles/program.py)
+        acc_es = "float32" if acc == "bfloat16" else acc
+        es = exact_set(k, din, acc_es, dout, products=False) if p["kind"] == "avg" else None
+        return [InputSpec("I", self.shapes(p)[0], din, scale=scale, int_max=m, specials=specials,
+                          exact=es)]
 
     def outputs(self, p: dict[str, Any]) -> list[TensorSpec]:
         return [TensorSpec("O", self.shapes(p)[1], self._dt(p)[2])]
@@ -184,11 +189,14 @@ def main(I: {buf(ishape, din)}, O: {buf(oshape, dout)}):
         abs_total = self._to_layout(p, np.abs(win).sum(axis=(4, 5)))
         acc_dt = numerics_.accumulation_dtype("pool_sum")
         sums = bounds.accumulate(total, abs_total, k, acc_dtype=acc_dt, products=False)
+        # bfloat16 divides in float32, by a float32 literal (oracles/program.py)
+        ct = numerics_.compute_dtype(acc)
         if p["count_include_pad"]:
-            count = bounds.const(k, acc)
+            count = bounds.const(k, ct)
         else:
-            count = bounds.cast(Approx.exact(self.real_counts(p), "int32"), acc)
-        return {"O": bounds.to_expected(bounds.div(sums, count, acc), dout, "avg_pool")}
+            count = bounds.cast(Approx.exact(self.real_counts(p), "int32"), ct)
+        quotient = bounds.div(bounds.cast(sums, ct), count, ct)
+        return {"O": bounds.to_expected(quotient, dout, "avg_pool")}
 
     def real_counts(self, p) -> np.ndarray:
         """Per output position, how many window elements are real (not padding), float64,

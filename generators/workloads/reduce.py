@@ -30,6 +30,7 @@ from fuzzharness.generators.workloads.base import (
     draw_extent,
     draw_label,
     exact_int_max,
+    exact_set,
     highest,
     lowest,
     lowest_value,
@@ -132,7 +133,11 @@ def main(A: {buf(tuple(shape), din)}, out: {buf(oshape, dout)}):
         m = exact_int_max(self.k(p), din, (acc, dout), products=False)
         scale = float(m) if numerics.is_int(din) else 1.0
         specials = ALL_SPECIALS if numerics.is_float(din) else ()
-        return [InputSpec("A", shape, din, scale=scale, int_max=m, specials=specials)]
+        # red_acc (a mean, a narrower output) is internal: bfloat16 accumulates in float32
+        internal = p["op"] == "mean" or acc != dout
+        es = exact_set(self.k(p), din, "float32" if internal and acc == "bfloat16" else acc, dout,
+                       products=False)
+        return [InputSpec("A", shape, din, scale=scale, int_max=m, specials=specials, exact=es)]
 
     def outputs(self, p: dict[str, Any]) -> list[TensorSpec]:
         return [TensorSpec("out", self.out_shape(p), self._dts(p)[2])]
@@ -154,5 +159,7 @@ def main(A: {buf(tuple(shape), din)}, out: {buf(oshape, dout)}):
         s = bounds.accumulate(a.sum(axis=axes).reshape(oshape), np.abs(a).sum(axis=axes).reshape(oshape),
                               self.k(p), acc_dtype=numerics_.accumulation_dtype(block), products=False)
         if op == "mean":
-            s = bounds.div(s, bounds.const(self.k(p), acc), acc)
+            # bfloat16 divides in float32, by a float32 literal (oracles/program.py)
+            ct = numerics_.compute_dtype(acc)
+            s = bounds.div(bounds.cast(s, ct), bounds.const(self.k(p), ct), ct)
         return {"out": bounds.to_expected(s, dout, op)}

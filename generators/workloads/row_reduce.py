@@ -22,6 +22,7 @@ from fuzzharness.generators.workloads.base import (
     draw_extent,
     draw_label,
     exact_int_max,
+    exact_set,
     reduction_limit,
     register,
 )
@@ -62,7 +63,9 @@ def main(A: {buf((p["M"], p["N"]), din)}, B: {buf((p["M"],), acc)}):
         m = exact_int_max(p["N"], din, (acc,), products=False)
         scale = 1.0 if numerics.is_float(din) else float(m)
         specials = ALL_SPECIALS if numerics.is_float(din) else ()
-        return [InputSpec("A", (p["M"], p["N"]), din, scale=scale, int_max=m, specials=specials)]
+        es = exact_set(p["N"], din, acc, acc, products=False)
+        return [InputSpec("A", (p["M"], p["N"]), din, scale=scale, int_max=m, specials=specials,
+                          exact=es)]
 
     def outputs(self, p: dict[str, Any]) -> list[TensorSpec]:
         return [TensorSpec("B", (p["M"],), DTYPES[p["dtype"]][1])]

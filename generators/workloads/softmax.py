@@ -34,12 +34,14 @@ from fuzzharness.generators.workloads.base import (
     minmax_dtype,
     register,
 )
-from fuzzharness.oracles import bounds
+from fuzzharness.oracles import bounds, numerics
 from fuzzharness.oracles.bounds import Approx
 
 #: longest row per compute dtype: well inside n·u < 1 so the bound says something
 MAX_ROW = {"float32": 1024, "float16": 512, "bfloat16": 64}
 SCALE = 4.0  # inputs in [-4, 4]: exponentials span e^-8 .. 1
+#: exp(−UNDERFLOW) rounds to 0 in float32 (and float16, bfloat16): the second run's inputs
+UNDERFLOW = 110.0
 
 
 @register
@@ -100,8 +102,18 @@ def main(X: {buf(shape, din)}, Y: {buf(shape, dout)}):
     def outputs(self, p: dict[str, Any]) -> list[TensorSpec]:
         return [TensorSpec("Y", (p["B"], p["M"], p["N"]), DTYPE_LABELS[p["dtype"]][2])]
 
+    def exact_inputs(self, p: dict[str, Any], rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Rows of 0 and −UNDERFLOW, each with probability 1/2: every exponential is exactly 1 or
+        exactly 0 (``exp(−110)`` is below half the smallest float32 subnormal), so each row sum
+        is an exact count — in any order — and every output is 1/count or 0 correctly rounded.
+        A missing or doubled term changes a count."""
+        din = DTYPE_LABELS[p["dtype"]][0]
+        x = np.where(rng.random((p["B"], p["M"], p["N"])) < 0.5, 0.0, -UNDERFLOW)
+        return {"X": numerics.round_to(x, din)}
+
     def reference(self, p, inputs, numerics_):
         din, ct, dout = DTYPE_LABELS[p["dtype"]]
+        ct = numerics_.compute_dtype(ct)  # bfloat16 programs compute in float32 (program.py)
         x = bounds.cast(Approx.exact(as_f64(inputs["X"]), din), ct)
         y = softmax_bound(x, -1, ct, numerics_.accumulation_dtype("sum"), minmax_dtype(ct))
         return {"Y": bounds.to_expected(y, dout, "softmax")}

@@ -65,6 +65,7 @@ from fuzzharness.generators.graphs import reference
 from fuzzharness.generators.graphs.program import build_module
 from fuzzharness.generators.graphs.spec import Graph
 from fuzzharness.generators.inputs import make_inputs
+from fuzzharness.oracles import target_math
 from fuzzharness.oracles.compare import judge
 from fuzzharness.oracles.numerics import numpy_dtype
 
@@ -204,7 +205,8 @@ def run_graph(execution: Execution, result: CaseRun) -> None:
         clobbered = [s.name for s, a, c in zip(specs, args, copies, strict=True)
                      if not np.array_equal(a, c, equal_nan=True)]
         exact = case.oracle.get("mode") == "exact"
-        with np.errstate(all="ignore"):
+        # the target's division/library error (fuzzharness.oracles.target_math)
+        with np.errstate(all="ignore"), target_math.applied(case.target):
             expected = reference.expected(graph, inputs, exact=exact)
         result.expected = expected
         j = judge(expected, outputs)

@@ -24,11 +24,12 @@ import numpy as np
 
 from fuzzharness.core.case import Case
 from fuzzharness.core.tvm_support import parse_prim_func
-from fuzzharness.execution import relayout
+from fuzzharness.execution import relayout, second_run
+from fuzzharness.execution.emulate import emulate
 from fuzzharness.generators.inputs import make_inputs
 from fuzzharness.generators.workloads import workloads
 from fuzzharness.kinds.tir.numpy_reference import needs_rounding, numpy_source
-from fuzzharness.oracles import bounds, numerics
+from fuzzharness.oracles import bounds, numerics, target_math
 from fuzzharness.oracles.numerics import numpy_dtype
 from fuzzharness.oracles.program import Numerics
 from fuzzharness.repro import arrays
@@ -52,15 +53,20 @@ def program_source(workload, params: dict[str, Any]) -> str:
     return text.strip("\n") + "\n"
 
 
-def expectation(case: Case) -> Expectation:
+def expectation(case: Case, verdict=None) -> Expectation:
+    """What the harness compared the kernel with.  With the ``verdict`` of a failure decided
+    by the second input set or by the same-order emulation (``details["decided_by"]``,
+    :mod:`fuzzharness.execution.second_run`), the inputs and reference of *that* check: a repro
+    of a bitwise failure judges bitwise (bound 0, or the distance to the other multiply-add
+    variant; elements the emulation does not determine are not judged)."""
 
     wl = workloads[case.workload_name]
     source = program_source(wl, case.params)
     func = parse_prim_func(source)
     specs, outs = wl.inputs(case.params), wl.outputs(case.params)
     inputs = make_inputs(specs, case.inputs["distribution"], case.inputs["seed"])
-    with np.errstate(all="ignore"):
-        expected = wl.reference(case.params, inputs, Numerics(wl.prim_func(case.params)))
+    with np.errstate(all="ignore"), target_math.applied(case.target):
+        expected = wl.reference(case.params, inputs, Numerics(wl.prim_func(case.params), case.target))
     exact = case.oracle.get("mode") == "exact"
     if exact:
         to_exact = getattr(bounds, "exact_mode", None)
@@ -70,7 +76,33 @@ def expectation(case: Case) -> Expectation:
             else:
                 e.bound = np.zeros_like(e.value)
     layouts = relayout.param_layouts(func, case.trace) if case.trace else {}
+    decided = str(((verdict.details or {}) if verdict is not None else {}).get("decided_by", ""))
+    if decided:
+        inputs, expected, exact = _decisive(case, wl, specs, decided, verdict, inputs, expected,
+                                            exact)
     return Expectation(func, source, specs, outs, inputs, expected, layouts, exact)
+
+
+def _decisive(case, wl, specs, decided: str, verdict, inputs, expected, exact):
+    """(inputs, expected, exact) of the check that decided ``verdict`` (see expectation)."""
+    if "second run" in decided:
+        _, inputs = second_run.second_inputs(case, wl, specs)
+        exact = False
+        with np.errstate(all="ignore"), target_math.applied(case.target):
+            expected = wl.reference(case.params, inputs,
+                                    Numerics(wl.prim_func(case.params), case.target))
+    if decided.startswith("emulation"):
+        ordered = bool(((verdict.details or {}).get("order") or {}).get("preserved"))
+        em = emulate(wl.prim_func(case.params), inputs, case.target, ordered=ordered)
+        for name, variants in em.variants.items():
+            v0 = np.asarray(variants[0]).astype(np.float64)
+            spread = np.abs(np.asarray(variants[-1]).astype(np.float64) - v0)
+            mask = em.determined[name]
+            bound = np.where(mask if mask is not None else True, np.nan_to_num(spread), np.inf)
+            expected[name] = bounds.Expected(v0, bound, expected[name].dtype,
+                                             "the program's own arithmetic, same order (bitwise)")
+        exact = False  # the bounds are per element (0, a variant's distance, inf: not judged)
+    return inputs, expected, exact
 
 
 # -- formulas -------------------------------------------------------------------------------------
@@ -154,7 +186,7 @@ def _formula_body(case: Case, e: Expectation) -> list[str] | None:
     body.append("# the operator's definition, in float64:")
     body += defined
     results = []
-    program = Numerics(workloads[case.workload_name].prim_func(case.params))
+    program = Numerics(workloads[case.workload_name].prim_func(case.params), case.target)
     for o in e.output_specs:
         exp = e.expected[o.name]
         body.append(f"value = np.asarray({o.name}, dtype=np.float64)")

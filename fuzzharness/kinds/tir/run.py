@@ -30,13 +30,12 @@ from fuzzharness.backends.rpc import backend_for
 from fuzzharness.core.case import canonical_json
 from fuzzharness.core.tvm_support import replay_trace, structural_equal
 from fuzzharness.core.verdict import Stage
-from fuzzharness.execution import relayout
+from fuzzharness.execution import relayout, second_run
 from fuzzharness.execution.facts import schedule_facts
 from fuzzharness.execution.stages import CaseRun, Execution
 from fuzzharness.generators.inputs import make_inputs
 from fuzzharness.generators.workloads import workloads
-from fuzzharness.oracles import bounds, metamorphic
-from fuzzharness.oracles.compare import judge
+from fuzzharness.oracles import bounds, metamorphic, target_math
 from fuzzharness.oracles.numerics import numpy_dtype
 from fuzzharness.oracles.order import accumulation_order
 from fuzzharness.oracles.program import Numerics
@@ -72,43 +71,54 @@ def run_case(execution: Execution, result: CaseRun) -> None:
         result.verdict = execution.not_run(not_run)
         return
     with stage(Stage.RUN):
-        kernel_in = {s.name: relayout.kernel_array(layouts, s.name, inputs[s.name])
-                     for s in specs}
-        args = [kernel_in[s.name].copy() for s in specs]
-        args += [poison(relayout.kernel_shape(layouts, o.name, o.shape),
-                        np.dtype(numpy_dtype(o.dtype))) for o in out_specs]
-        results = backend.run(program, args, len(out_specs))
-        raw = {o.name: r for o, r in zip(out_specs, results, strict=True)}
-        outputs = {n: relayout.reference_array(layouts, n, r) for n, r in raw.items()}
+        kernel_in, args, raw, outputs = _run_kernel(backend, program, layouts, specs,
+                                                    out_specs, inputs)
         result.outputs = outputs
+        # the same kernel on a second input set (fuzzharness.execution.second_run)
+        second = second_run.second_inputs(case, workload, specs)
+        if second is not None:
+            second = (*second, _run_kernel(backend, program, layouts, specs, out_specs,
+                                           second[1])[3])
     with stage(Stage.VERIFY):
         clobbered = [s.name for s, a in zip(specs, args, strict=False)
                      if not np.array_equal(a, kernel_in[s.name], equal_nan=True)]
         unpadded = {n: k for n, r in raw.items()
                     if (k := relayout.unfilled_padding(layouts, n, r))}
-        with np.errstate(all="ignore"):  # special-value inputs make nan/inf on purpose
-            expected = workload.reference(case.params, inputs, Numerics(func))
+        # special-value inputs make nan/inf on purpose; the target's math decides the
+        # bounds of divisions, square roots and library functions (oracles/target_math.py)
+        with np.errstate(all="ignore"), target_math.applied(case.target):
+            expected = workload.reference(case.params, inputs, Numerics(func, case.target))
         exact = case.oracle.get("mode") == "exact"
         if exact:
             expected = {name: bounds.exact_mode(e) for name, e in expected.items()}
         # all-zero bounds (integers, max, copies) already demand bitwise equality
         exact = exact or not any(e.bound.any() for e in expected.values())
         result.expected = expected
-        j = judge(expected, outputs)
         scheduled = sch.mod["main"]
-        order = accumulation_order(func, scheduled)
+        # a simulated miscompilation (kernel_source) is analysed as the schedule of the
+        # declared program, as a real miscompilation's scheduled IR would be
+        analysed = scheduled if kernel_func is func else replay_trace(func, case.trace).mod["main"]
+        order = accumulation_order(func, analysed)
+        runs = second_run.judge_runs(workload, case, func, order, expected, inputs, outputs,
+                                     second)
+        j = runs.judgement
         how = metamorphic.plan(j, order, structural_equal(func, scheduled), exact,
-                               execution.baseline_policy, metamorphic.sample_point(case.id))
+                               execution.baseline_policy, metamorphic.sample_point(case.id),
+                               emulated=runs.bitwise_first)
     baseline = outputs if how == "self" else None
     if how == "build":
         with stage(Stage.BASELINE):
             try:
-                baseline = _run_baseline(case, backend, workload, func, specs, out_specs, inputs)
+                baseline = _run_baseline(case, backend, workload, func, specs, out_specs,
+                                         runs.failing_inputs or inputs)
             except UnsupportedHostCode:  # the unscheduled program has no kernel for the
                 how = "skip"  # device (a GPU target needs bindings): no baseline to compare
         result.baseline = baseline
+    elif how == "self" and runs.failing_inputs is not None:
+        baseline = second[2]  # the program itself, on the run that failed
     with stage(Stage.VERIFY):
-        c = metamorphic.conclude(j, order, expected, outputs, baseline, how)
+        c = metamorphic.conclude(j, order, expected, outputs, baseline, how,
+                                 base_judge=runs.base_judge)
     problems = []
     if clobbered:
         problems.append(f"the kernel overwrote its input(s) {', '.join(clobbered)}")
@@ -116,8 +126,22 @@ def run_case(execution: Execution, result: CaseRun) -> None:
         problems.append("transform_layout padding not filled with the pad value: "
                         + ", ".join(f"{n} ({k} elements)" for n, k in unpadded.items()))
     result.verdict = execution.conclude(
-        j, outputs, status=c.status, message=c.message, details=c.details, problems=problems,
+        j, outputs, status=c.status, message=c.message, details={**c.details, **runs.details},
+        problems=problems,
         facts=lambda: schedule_facts(result.scheduled))
+
+
+def _run_kernel(backend, program, layouts, specs, out_specs, inputs):
+    """Run the kernel once on poisoned outputs: (kernel inputs, args, raw outputs, outputs in
+    the reference layout)."""
+    kernel_in = {s.name: relayout.kernel_array(layouts, s.name, inputs[s.name]) for s in specs}
+    args = [kernel_in[s.name].copy() for s in specs]
+    args += [poison(relayout.kernel_shape(layouts, o.name, o.shape),
+                    np.dtype(numpy_dtype(o.dtype))) for o in out_specs]
+    results = backend.run(program, args, len(out_specs))
+    raw = {o.name: r for o, r in zip(out_specs, results, strict=True)}
+    outputs = {n: relayout.reference_array(layouts, n, r) for n, r in raw.items()}
+    return kernel_in, args, raw, outputs
 
 
 def _run_baseline(case, backend, workload, func, specs, out_specs, inputs):

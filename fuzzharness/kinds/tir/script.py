@@ -177,7 +177,7 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str, signature: Signat
     if kind != "llvm" and verdict.stage.value in ("run", "verify", "done"):
         raise NotReproducible(f"running on a {kind!r} target needs its runtime; "
                               "a standalone script is written for llvm, or for compile-time bugs")
-    e = expectation(case)
+    e = expectation(case, verdict)
     if verdict.status is Status.TIMEOUT:
         timeout = float(verdict.details.get("timeout_s") or timeout or 60)
     expect = expectation_of(verdict, timeout)

@@ -1,0 +1,152 @@
+"""False alarms of the whole verdict path: legal schedules of correct programs must all pass.
+
+Every case goes through :func:`fuzzharness.execution.stages.execute` — both input sets, the bound, the
+same-order emulation, the baseline policy ``auto`` — so this checks what a campaign reports,
+not one oracle in isolation.  The programs are correct (the registered workloads); the
+schedules are legal: reassociations of a reduction block (``tests/test_false_alarms.py``'s
+drawer: reduction splits, permutations, rfactor, decompose_reduction), order-preserving
+random steps (``tests/test_order.py``'s drawer: spatial splits, moves, fuses, parallel,
+vectorize, unroll, cache_write, decompose), or none.  Targets cycle through plain llvm (no
+FMA), ``x86-64-v3`` and the host CPU (both with FMA: fused multiply-adds), with and without
+vectorisation; dtypes float16, bfloat16, float32, float16-acc32, float16-acc32-out16; inputs
+from every float distribution and the exact-integer mode.  Any status other than pass /
+inconclusive is listed: a false alarm of the harness (or, should one ever appear, a TVM bug —
+it would then be analysed and named).
+
+    PYTHONPATH=. python benchmarks/false_alarm_sweep.py [--cases 2000] [--seed 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import random
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from fuzzharness.core.case import Case  # noqa: E402
+from fuzzharness.core.tvm_support import trace_to_json  # noqa: E402
+from fuzzharness.execution.stages import execute  # noqa: E402
+from fuzzharness.generators import draw as draws  # noqa: E402
+from fuzzharness.generators.workloads import GenOptions, workloads  # noqa: E402
+
+FAMILIES = {"matmul": ("C",), "conv2d": ("conv",), "row_sum": ("B",), "softmax": ("sum", "max"),
+            "layer_norm": ("mean", "var"), "pool2d": ("pool_sum",), "reduce": ("sum",),
+            "dense": ("dense",), "batch_matmul": ("C",)}
+LABELS = ("float16", "bfloat16", "float32", "float16-acc32", "float16-acc32-out16")
+FLOAT = ("uniform", "normal", "cancellation", "wide_range")
+KINDS = ("reassoc", "reassoc", "order", "none")
+OK = ("pass", "inconclusive", "schedule_rejected")
+
+
+def targets() -> list[dict]:
+    from fuzzharness.generators.options import host_cpu
+
+    return [{"kind": "llvm"}, {"kind": "llvm", "mcpu": "x86-64-v3"},
+            {"kind": "llvm", "mcpu": host_cpu()}]
+
+
+def draw_params(name: str, label: str, index: int) -> dict | None:
+    wl = workloads[name]
+    if label not in wl.dtype_labels:
+        return None
+    data = draws.for_case(91, index, purpose=f"false-alarm-sweep:{name}:{label}")
+    p = wl.draw_params(data, GenOptions(dtypes=(label,), max_reduction=1024))
+    if name == "pool2d" and p["kind"] != "avg":
+        p = dict(p, kind="avg")
+    if name == "reduce" and p["op"] not in ("sum", "mean"):
+        p = dict(p, op="sum")
+    return p
+
+
+def schedule(name: str, params: dict, kind: str, rng: random.Random):
+    from tvm import s_tir
+    from tvm.s_tir.schedule.schedule import ScheduleError
+
+    from tests.test_false_alarms import reassociating_schedule
+    from tests.test_order import spatial_schedule
+
+    if kind == "none":
+        return None
+    func = workloads[name].prim_func(params)
+    blocks = [b for b in FAMILIES[name] if _has_block(func, b)]
+    for _ in range(10):
+        try:
+            if kind == "order":
+                sch = s_tir.Schedule(func)
+                spatial_schedule(sch, rng)
+            else:
+                sch = reassociating_schedule(func, rng.choice(blocks), rng)
+            return trace_to_json(sch.trace)
+        except ScheduleError:
+            continue
+    return None
+
+
+def _has_block(func, name: str) -> bool:
+    from fuzzharness.oracles.program import blocks
+
+    return name in blocks(func)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cases", type=int, default=2000)
+    ap.add_argument("--seed", type=int, default=3)
+    ap.add_argument("--kinds", default=",".join(dict.fromkeys(KINDS)),
+                    help="schedule kinds to draw: reassoc, order, none (comma-separated)")
+    args = ap.parse_args()
+    kinds = [k for k in KINDS if k in args.kinds.split(",")] or list(KINDS)
+    rng = random.Random(args.seed)
+    tgts = targets()
+    counts: collections.Counter = collections.Counter()
+    alarms: list[str] = []
+    judged_by = collections.Counter()
+    t0 = time.perf_counter()
+    names = sorted(FAMILIES)
+    i = 0
+    while counts["cases"] < args.cases:
+        name = names[i % len(names)]
+        label = LABELS[(i // len(names)) % len(LABELS)]
+        kind = kinds[(i // (len(names) * len(LABELS))) % len(kinds)]
+        target = tgts[i % len(tgts)]
+        i += 1
+        p = draw_params(name, label, i)
+        if p is None:
+            continue
+        exact_ok = all(s.int_max > 0 for s in workloads[name].inputs(p))
+        exact = exact_ok and i % 5 == 0
+        case = Case(workload={"name": name, "params": p},
+                    inputs={"distribution": "small_ints" if exact else FLOAT[i % 4], "seed": i},
+                    schedule={"source": "sweep", "trace": schedule(name, p, kind, rng)},
+                    target=target, pass_config={"tirx.disable_vectorize": True} if i % 7 == 0 else {},
+                    oracle={"mode": "exact" if exact else "bound"})
+        v = execute(case).verdict
+        status = v.status.value
+        if status == "schedule_rejected":
+            continue
+        counts["cases"] += 1
+        counts[status] += 1
+        counts[f"{kind}:{'fma' if target.get('mcpu') else 'plain'}"] += 1
+        for c in v.details.get("checks", []):
+            if c["reference"] == "emulation":
+                judged_by[f"emulation ({c['run']} run, {'all' if c['complete'] else 'some'} elements)"] += 1
+        if status not in OK:
+            alarms.append(f"{status}: {name} {p} {case.inputs} {target} {kind}\n    {v.message[:300]}")
+    dt = time.perf_counter() - t0
+    print(f"{counts['cases']} cases in {dt:.0f} s; statuses: "
+          + ", ".join(f"{k} {counts[k]}" for k in ("pass", "inconclusive") + tuple(
+              s for s in counts if s not in OK and ":" not in s and s != "cases")))
+    print("schedules × targets:", ", ".join(f"{k} {n}" for k, n in sorted(counts.items()) if ":" in k))
+    print("bitwise checks made:", ", ".join(f"{k} {n}" for k, n in sorted(judged_by.items())))
+    print(f"false alarms: {len(alarms)}")
+    for a in alarms[:20]:
+        print("  ", a)
+
+
+if __name__ == "__main__":
+    main()

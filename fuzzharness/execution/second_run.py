@@ -1,0 +1,248 @@
+"""Judge every kernel twice: two input sets, two references, one verdict.
+
+A compiled kernel is run on two input sets (compiling is the expensive part, running and
+judging are cheap — about 180 ms against 3 ms per case):
+
+``first``   the case's own inputs (a float distribution, or the exact-integer mode);
+``second``  for a float-mode case, exact inputs (:meth:`fuzzharness.generators.workloads.base.Workload.
+            exact_inputs`: small integers times powers of two, chosen so that every partial
+            sum is exact in the program's declared accumulator but not in a narrower one;
+            balanced layer-norm rows; softmax rows whose exponentials are exactly 0 or 1);
+            for an exact-mode case, and for workloads without exact inputs, a float
+            distribution (``uniform``, or ``normal`` when the case already draws uniform).
+            Its seed comes from the case id, so a case's second inputs never change and the
+            generator's draws — hence every case id — stay what they were.
+
+Each run is judged by two references:
+
+``bound``      the float64 reference with its error bound (:mod:`fuzzharness.oracles.bounds`, exact
+               mode where the case asks for it) — sound for every schedule;
+``emulation``  the program's own arithmetic in its own dtypes (:mod:`fuzzharness.execution.emulate`):
+               bitwise equality for every element when the order analysis proves the order
+               kept (``preserved``), and for the elements whose every partial sum is exact in
+               any order when it proves only the non-reduction arithmetic kept
+               (``spatial_kept``; done on the second run only — float inputs are never exact).
+               llvm targets only, finite inputs only, programs the interpreter understands.
+
+:func:`combine` makes one judgement of the checks: a failing check fails the case (a bound
+failure is reported before a bitwise one: its ratio says more), a case is judged (``pass``)
+when one of its runs had every element judged — by the bound or bitwise — and
+``inconclusive`` otherwise.  A failure is never hidden by an unjudged element elsewhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from fuzzharness.core.verdict import Status
+from fuzzharness.execution.emulate import Unsupported, emulate, target_cpu
+from fuzzharness.generators.inputs import make_inputs
+from fuzzharness.oracles import target_math
+from fuzzharness.oracles.compare import Judgement, judge
+from fuzzharness.oracles.program import Numerics
+
+FAILED = frozenset({Status.WRONG_RESULT, Status.NAN_INF})
+#: the second run's seed: case-id hex digits not used by fuzzharness.oracles.metamorphic.sample_point
+SEED_DIGITS = slice(8, 16)
+
+
+@dataclasses.dataclass
+class Check:
+    run: str  # "first" / "second"
+    reference: str  # "bound" / "emulation"
+    judgement: Judgement
+    complete: bool  # every element judged (bound: none unbounded; emulation: all determined)
+    note: str = ""  # what the check covered, for the verdict's details
+
+    def to_dict(self) -> dict[str, Any]:
+        j = self.judgement
+        return {"run": self.run, "reference": self.reference, "status": j.status.value,
+                "ratio": j.ratio, "complete": self.complete, "note": self.note}
+
+
+# -- the second input set -------------------------------------------------------------------
+
+
+def second_seed(case_id: str) -> int:
+    return int(case_id[SEED_DIGITS], 16)
+
+
+def second_inputs(case, workload, specs) -> tuple[str, dict[str, np.ndarray]] | None:
+    """(label, arrays) of the second run, or None (special-value cases: their point is the
+    first run's IEEE semantics)."""
+    dist = case.inputs.get("distribution")
+    if dist == "special_values":
+        return None
+    seed = second_seed(case.id)
+    if case.oracle.get("mode") != "exact":
+        exact = workload.exact_inputs(case.params, np.random.default_rng([seed, 17]))
+        if exact is not None:
+            return "exact", exact
+    other = "normal" if dist == "uniform" else "uniform"
+    return other, make_inputs(specs, other, seed)
+
+
+# -- the emulation as a check -----------------------------------------------------------------
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    return a if a.dtype.kind in "iub" else a.view(np.dtype(f"u{a.dtype.itemsize}"))
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    eq = _bits(a) == _bits(b)
+    if a.dtype.kind not in "iub":
+        with np.errstate(invalid="ignore"):
+            eq |= np.isnan(a.astype(np.float64)) & np.isnan(b.astype(np.float64))
+    return eq
+
+
+def bitwise_judgement(emulation, outputs: dict[str, np.ndarray], why: str) -> tuple[Judgement, int, int]:
+    """(judgement, determined elements, all elements) of ``outputs`` against the emulation."""
+    determined = total = 0
+    for name in sorted(emulation.variants):
+        out = np.asarray(outputs[name])
+        variants = [np.asarray(v, dtype=out.dtype) for v in emulation.variants[name]]
+        mask = emulation.determined[name]
+        mask = np.ones(out.shape, bool) if mask is None else mask
+        determined += int(mask.sum())
+        total += mask.size
+        ok = np.zeros(out.shape, bool)
+        for v in variants:
+            ok |= _same(out, v)
+        bad = mask & ~ok
+        if bad.any():
+            idx = [int(i) for i in np.argwhere(bad)[0]]
+            got = float(out[tuple(idx)].astype(np.float64))
+            want = [float(v[tuple(idx)].astype(np.float64)) for v in variants]
+            alt = f" (or {want[1]!r} with fused multiply-adds)" if len(want) > 1 else ""
+            status = Status.NAN_INF if not np.isfinite(got) and np.isfinite(want[0]) \
+                else Status.WRONG_RESULT
+            return Judgement(
+                status, float("inf"), abs(got - want[0]) if np.isfinite(got) else float("inf"),
+                name, idx,
+                f"{name}{idx}: got {got!r}, the program's own arithmetic in its own dtypes gives "
+                f"{want[0]!r}{alt}; {int(bad.sum())} of {int(mask.sum())} determined elements "
+                f"differ — bitwise equality is required because {why}",
+            ), determined, total
+    return Judgement(Status.PASS, 0.0, 0.0, None, None), determined, total
+
+
+WHY = {True: "the schedule keeps every element's operations and their order",
+       False: "every partial sum of these elements is exact in its accumulator, whatever the order"}
+
+
+def emulation_check(run: str, func, inputs, outputs, target, order) -> tuple[Check | None, str]:
+    """The emulation's check of one run (None and the reason when it does not apply)."""
+    if target_cpu(target) is None:
+        return None, f"no arithmetic model for target kind {target.get('kind')}"
+    if order.preserved:
+        ordered = True
+    elif order.spatial_kept and run == "second":
+        ordered = False
+    else:
+        return None, "the schedule changes more than accumulation orders"
+    if not all(np.isfinite(np.asarray(x).astype(np.float64)).all() for x in inputs.values()):
+        return None, "special-value inputs"
+    try:
+        em = emulate(func, inputs, target, ordered=ordered)
+    except Unsupported as e:
+        return None, f"not emulated: {e}"
+    j, det, total = bitwise_judgement(em, outputs, WHY[ordered])
+    if det == 0:
+        return None, "no element is order-independent"
+    note = f"{det}/{total} elements bitwise" + (" (either multiply-add variant)"
+                                                 if any(len(v) > 1 for v in em.variants.values()) else "")
+    return Check(run, "emulation", j, det == total, note), ""
+
+
+# -- one judgement of all checks ----------------------------------------------------------------
+
+
+def bound_check(run: str, judgement: Judgement) -> Check:
+    return Check(run, "bound", judgement, judgement.status is not Status.INCONCLUSIVE
+                 and judgement.inconclusive is None)
+
+
+def combine(checks: list[Check]) -> tuple[Judgement, Check | None]:
+    """The case's judgement and the check that decided it (see the module docstring).
+
+    Order of precedence among failures: bound before emulation, first run before second.
+    """
+    rank = {("bound", "first"): 0, ("bound", "second"): 1, ("emulation", "first"): 2,
+            ("emulation", "second"): 3}
+    failed = sorted((c for c in checks if c.judgement.status in FAILED),
+                    key=lambda c: rank[(c.reference, c.run)])
+    if failed:
+        return failed[0].judgement, failed[0]
+    first = next(c for c in checks if c.run == "first" and c.reference == "bound")
+    judged_runs = {c.run for c in checks if c.complete}
+    if judged_runs:
+        j = dataclasses.replace(first.judgement, status=Status.PASS)
+        if not first.complete:  # say what the bound could not judge, and what judged it instead
+            deciding = next(c for c in checks if c.complete)
+            j.message = (f"{first.judgement.inconclusive or 'the bound cannot judge every element'}"
+                         f"; judged bitwise instead ({deciding.run} run: {deciding.note})")
+        return j, None
+    return first.judgement, None
+
+
+@dataclasses.dataclass
+class Runs:
+    """What :func:`judge_runs` tells the pipeline."""
+
+    judgement: Judgement
+    checks: list[Check]
+    bitwise_first: bool  # the first run was judged bitwise in full (the baseline adds nothing)
+    failing_inputs: dict[str, np.ndarray] | None  # inputs of the failing run, when the second
+    base_judge: Any  # baseline outputs -> Judgement, by the check that decided (see conclude)
+    details: dict[str, Any]
+
+
+def judge_runs(workload, case, func, order, expected, inputs, outputs, second) -> Runs:
+    """Judge both runs by both references (see the module docstring).
+
+    ``expected``: the first run's references (bound or exact mode, as the case asks);
+    ``second``: ``(label, inputs, outputs)`` of the second run, or None.
+    """
+    checks = [bound_check("first", judge(expected, outputs))]
+    details: dict[str, Any] = {}
+    runs = {"first": (inputs, outputs, expected)}
+    if second is not None:
+        label, inputs2, outputs2 = second
+        with np.errstate(all="ignore"), target_math.applied(case.target):
+            expected2 = workload.reference(case.params, inputs2, Numerics(func, case.target))
+        runs["second"] = (inputs2, outputs2, expected2)
+        checks.append(bound_check("second", judge(expected2, outputs2)))
+        details["second_run"] = {"inputs": label, "seed": second_seed(case.id)}
+    skipped = {}
+    for run, (ins, outs, _) in runs.items():
+        check, why = emulation_check(run, func, ins, outs, case.target, order)
+        if check is not None:
+            checks.append(check)
+        else:
+            skipped[run] = why
+    judgement, deciding = combine(checks)
+    details["checks"] = [c.to_dict() for c in checks]
+    if skipped:
+        details["emulation_skipped"] = skipped
+    bitwise_first = any(c.run == "first" and c.reference == "emulation" and c.complete
+                        and c.judgement.status is Status.PASS for c in checks)
+    run = deciding.run if deciding is not None else "first"
+    ins, _, exp = runs[run]
+    if deciding is not None and deciding.reference == "emulation":
+        def base_judge(baseline):
+            # the baseline is the unscheduled program: its order is the declared one
+            em = emulate(func, ins, case.target, ordered=True)
+            return bitwise_judgement(em, baseline, WHY[True])[0]
+    else:
+        def base_judge(baseline):
+            return judge(exp, baseline)
+    if deciding is not None:
+        details["decided_by"] = f"{deciding.reference} ({deciding.run} run)"
+    return Runs(judgement, checks, bitwise_first, ins if run == "second" else None, base_judge,
+                details)
