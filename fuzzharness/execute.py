@@ -50,6 +50,7 @@ import numpy as np
 
 from fuzzharness import rejections
 from fuzzharness.case import Case
+from fuzzharness.census import census
 from fuzzharness.engine.outcomes import is_out_of_memory_text
 from fuzzharness.triage import schedule_facts, throw_site
 from fuzzharness.tvm_support import blame_tvm, is_schedule_error, replay_trace
@@ -100,6 +101,7 @@ class Execution:
         self.on_stage = on_stage
         self.baseline_policy = baseline
         self.timings: dict[str, float] = {}
+        self.features: list[str] | None = None  # fuzzharness.census, once lowering succeeded
 
     @contextmanager
     def stage(self, stage: Stage) -> Iterator[None]:
@@ -183,7 +185,7 @@ class Execution:
         if case.workload_name == GRAPH_WORKLOAD:  # a whole Relax graph, not one PrimFunc
             from fuzzharness.pipelines.relax import run_graph
 
-            return run_graph(self)
+            return self._with_features(run_graph(self))
         outcome = Outcome(Verdict(Status.HARNESS_ERROR, Stage.GENERATE))
         try:
             with self.stage(Stage.GENERATE):
@@ -201,6 +203,7 @@ class Execution:
                 layouts = relayout.param_layouts(kernel_func, case.trace)
             with self.stage(Stage.LOWER):
                 lowered = backend.lower(sch.mod, case.target, case.pass_config)
+            self.features = census(sch.mod, lowered)  # never raises
             with self.stage(Stage.CODEGEN):
                 rt_mod = backend.codegen(lowered, case.target)
             with self.stage(Stage.BUILD):
@@ -268,6 +271,12 @@ class Execution:
             outcome.verdict = verdict
         except _StageFailed as failed:
             outcome.verdict = failed.verdict
+        return self._with_features(outcome)
+
+    def _with_features(self, outcome: Outcome) -> Outcome:
+        """The census of the lowered program goes with every verdict reached after lowering."""
+        if self.features is not None:
+            outcome.verdict.details["features"] = self.features
         return outcome
 
 

@@ -17,6 +17,8 @@ Frames (each with a ``campaign`` column naming the directory it came from):
 ``campaigns``  one row per directory: campaign, path, seed, created, versions, settings
 ``repros``     one row per written repro: campaign, bucket, path (``DIR/repros/<bucket>/``),
                reproduced (True/False/None when nothing recorded it)
+``census``     the feature census (coverage table, :mod:`fuzzharness.census_table`): target,
+               feature, cases (feature ``""``: the target's lowered cases)
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class Campaigns:
     sessions: pd.DataFrame
     campaigns: pd.DataFrame
     repros: pd.DataFrame
+    census: pd.DataFrame  # fuzzharness/census_table.py: per target, cases lowered / with a feature
 
 
 def database_path(d: str | Path) -> Path:
@@ -94,7 +97,7 @@ def load_campaigns(dirs: list[str | Path]) -> Campaigns:
         raise UsageError("no campaign directory given")
     labels = _labels([Path(d) for d in dirs])
     parts: dict[str, list[pd.DataFrame]] = {k: [] for k in ("results", "buckets", "sessions",
-                                                            "campaigns", "repros")}
+                                                            "campaigns", "repros", "census")}
     for d, label in zip(dirs, labels, strict=True):
         db = database_path(d)
         conn = _connect(db)
@@ -118,6 +121,7 @@ _EMPTY = {
     "sessions": ["campaign", "id", "started", "ended", "cases"],
     "campaigns": ["campaign", "path", "seed", "created", "versions", "settings", "cases"],
     "repros": ["campaign", "bucket", "path", "reproduced"],
+    "census": ["campaign", "target", "feature", "cases"],
 }
 
 
@@ -180,7 +184,26 @@ def _load_one(conn: sqlite3.Connection, label: str, root: Path) -> dict[str, pd.
                         created=row[3])
     campaigns = pd.DataFrame([info])
     return {"results": results, "buckets": buckets, "sessions": sessions,
-            "campaigns": campaigns, "repros": _repros(conn, tables, label, root)}
+            "campaigns": campaigns, "repros": _repros(conn, tables, label, root),
+            "census": _census(conn, tables, label)}
+
+
+def _census(conn: sqlite3.Connection, tables: set[str], label: str) -> pd.DataFrame:
+    """The feature census from the coverage table: one row per (target, feature) with the
+    cases that had it, and one per target with feature ``""`` and its lowered cases."""
+    rows = []
+    if "coverage" in tables:
+        for axis, value, drawn, accepted in conn.execute(
+                "SELECT axis, value, drawn, accepted FROM coverage "
+                "WHERE axis IN ('census', 'feature')"):
+            if axis == "census":
+                rows.append({"campaign": label, "target": value, "feature": "",
+                             "cases": accepted})
+            else:
+                target, _, feature = value.partition(" ")
+                rows.append({"campaign": label, "target": target, "feature": feature,
+                             "cases": drawn})
+    return pd.DataFrame(rows, columns=_EMPTY["census"])
 
 
 def case_primitives(case: dict[str, Any], trace_primitives) -> tuple[str, ...]:

@@ -36,6 +36,7 @@ class Report:
     buckets: pd.DataFrame
     known_source: str
     generated: str
+    census: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
 
     @property
     def totals(self) -> dict[str, Any]:
@@ -62,6 +63,7 @@ def build(dirs: list[str | Path], known_bugs_path: str | None = None) -> Report:
         summary=tables.campaign_summary(data, buckets), passing=tables.passing_ratios(data),
         ratios=tables.ratio_distribution(data), buckets=buckets, known_source=bugs.source,
         generated=dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        census=tables.feature_census(data),
     )
 
 
@@ -146,6 +148,10 @@ def render_html(rep: Report, out: Path) -> str:
     parts.append(_table(rep.rates.assign(rate=rep.rates["rate"].map("{:.1%}".format))
                         if not rep.rates.empty else rep.rates))
 
+    parts.append("<h2>Feature census of the lowered programs</h2>")
+    parts.append(f'<p class="note">{_e(CENSUS_NOTE)}</p>')
+    parts.append(_table(_census_cells(rep.census)))
+
     parts.append("<h2>Error/bound ratios of passing cases</h2>")
     parts.append('<p class="note">worst |actual − reference| / bound per passing case; 1 is '
                  "the bound, 0 bitwise equal. A distribution hugging 1 would mean the bound is "
@@ -200,6 +206,23 @@ def _buckets_html(rep: Report, out: Path, first: int = 30) -> str:
     return html_rows
 
 
+CENSUS_NOTE = ("share of each target's lowered cases whose program had the feature, read in the "
+               "worker from the scheduled and the lowered program (fuzzharness/census.py); "
+               "the goal features come first, 0 % where none had it")
+
+
+def _census_cells(census: pd.DataFrame) -> pd.DataFrame:
+    """Shares as percentages, the lowered-case counts as integers."""
+    if census.empty:
+        return census
+    out = census.copy().astype(object)
+    for i in out.index:
+        fmt = (lambda v: f"{int(v)}") if i == "lowered cases" else (
+            lambda v: "" if pd.isna(v) else f"{100 * v:.1f} %")
+        out.loc[i] = [fmt(v) for v in census.loc[i]]
+    return out
+
+
 # -- markdown ------------------------------------------------------------------------------------
 def md_table(frame: pd.DataFrame, *, index: bool = False, floats: str = "{:.3g}") -> str:
     if frame is None or frame.empty:
@@ -243,6 +266,9 @@ def render_markdown(rep: Report, html_name: str | None = None, top: int = 15) ->
         g = known.groupby(["bug", "link"])["count"].sum().reset_index()
         out.append(f"\n### Known bugs seen ({len(g)})\n")
         out.append(md_table(g))
+    if not rep.census.empty:
+        out.append("\n### Feature census (share of each target's lowered cases)\n")
+        out.append(md_table(_census_cells(rep.census), index=True))
     out.append("\n### Closest passing cases to the bound (error/bound, 1 = bound)\n")
     out.append(md_table(rep.ratios, index=True))
     r = rep.rates[rep.rates["cases"] >= 5].head(10) if not rep.rates.empty else rep.rates

@@ -224,3 +224,23 @@ def bucket_list(data: Campaigns, known_bugs: Any = None) -> pd.DataFrame:
     order = {"new": 0, "known": 1, "harness": 2}
     return out.sort_values(["known", "count"], key=lambda s: s.map(order) if s.name == "known"
                            else -s).reset_index(drop=True)
+
+
+def feature_census(data: Campaigns) -> pd.DataFrame:
+    """Feature × target: the share of the target's lowered cases that had the feature
+    (all campaigns together), plus a ``lowered cases`` row; goal features first
+    (:data:`fuzzharness.census.GOALS`), then the rest by name."""
+    from fuzzharness.census import GOALS
+
+    c = data.census
+    if c.empty:
+        return pd.DataFrame()
+    totals = c[c["feature"] == ""].groupby("target")["cases"].sum()
+    feats = c[c["feature"] != ""].groupby(["feature", "target"])["cases"].sum().unstack(
+        "target", fill_value=0)
+    feats = feats.reindex(columns=totals.index, fill_value=0)
+    share = feats.div(totals.replace(0, np.nan), axis=1)
+    share = share.reindex(list(GOALS) + sorted(set(share.index) - set(GOALS)), fill_value=0.0)
+    share.index.name = "feature"
+    lowered = pd.DataFrame([totals.values], index=["lowered cases"], columns=totals.index)
+    return pd.concat([lowered, share])

@@ -310,6 +310,7 @@ def _flatten(x) -> list:
 def run_graph(execution):
     """:meth:`fuzzharness.execute.Execution.run` for a graph case (see the module docstring)."""
     from fuzzharness.backends import backends
+    from fuzzharness.census import census
     from fuzzharness.execute import FACT_STATUSES, Outcome, _StageFailed, output_digest
     from fuzzharness.verdict import Stage, Status, Verdict
     from generators.graphs import reference
@@ -342,6 +343,7 @@ def run_graph(execution):
         if vm:
             with stage(Stage.CODEGEN):
                 executable = build(scheduled, target, case.pass_config)
+            execution.features = census(scheduled, None)  # relax.build keeps its TIR inside
             with stage(Stage.BUILD):
                 main = load_vm(executable)
             with stage(Stage.RUN):
@@ -352,6 +354,7 @@ def run_graph(execution):
             with stage(Stage.CODEGEN):
                 interp.lower()
                 interp.codegen()
+            execution.features = census(scheduled, interp.lowered)
             with stage(Stage.BUILD):
                 not_run = interp.build()
             if not_run is not None:
