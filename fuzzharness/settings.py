@@ -14,6 +14,7 @@ A TOML file has two optional tables whose keys are the field names below::
     rpc = { server = "127.0.0.1:9090" }   # run kernels on a TVM RPC device (default: here);
                                           # or { tracker = "HOST:PORT", key = "android" }
     known_bugs = ""          # known-bugs file; "" = the packaged fuzzharness/known_bugs.toml
+    tvm_python = ""          # workers run this interpreter and its TVM ("" = this one)
 
     [generation]
     workloads = ["matmul"]   # default: all
@@ -28,6 +29,8 @@ A TOML file has two optional tables whose keys are the field names below::
     option_fraction = 0.5         # cases with drawn mcpu / PassContext options
     known_bug_sites = false       # also propose where TVM is known to fail
     graph_fraction = 0.2          # whole-graph (Relax) cases among unnamed workloads
+    targets = [{ kind = "llvm" }, { kind = "opencl", device = "adreno" }]  # a target mix
+    target_shares = [0.8, 0.2]    # (generators/targets.py); default: equal shares
 
 Every key is checked: an unknown key, a wrong type or an unknown workload/primitive/dtype/
 target/executor name is a :class:`SettingsError` (one line, exit code 2 at the CLI).
@@ -74,6 +77,12 @@ class CampaignSettings:
     # {} = the local device.  Not part of any case: the same case runs anywhere.
     rpc: dict[str, Any] = dataclasses.field(default_factory=dict)
     generation: GenSettings = dataclasses.field(default_factory=GenSettings)
+    #: the interpreter the workers run (and the TVM it imports); "" = this one.  Not
+    #: resumable: the campaign's verdicts and stored versions are that TVM's.
+    tvm_python: str = ""
+    #: why the campaign runs the targets it runs (the default mix is decided by this machine's
+    #: OpenCL runtimes; generators/targets.py), printed in the header
+    target_note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -111,6 +120,15 @@ class CampaignSettings:
 
             if why := unavailable():
                 raise SettingsError(why)
+        from fuzzharness.interpreter import check_interpreter, no_tvm_here
+
+        if self.tvm_python:
+            try:
+                self.tvm_python = check_interpreter(self.tvm_python)
+            except ValueError as e:
+                raise SettingsError(f"tvm_python: {e}") from None
+        elif why := no_tvm_here():
+            raise SettingsError(why)
         self._validate_target()
         return self
 
@@ -126,9 +144,12 @@ class CampaignSettings:
             raise SettingsError(str(e)) from None
 
     def _validate_target(self) -> None:
+        for target in (self.generation.target, *(self.generation.targets or ())):
+            self._validate_one_target(target)
+
+    def _validate_one_target(self, target) -> None:
         from fuzzharness.backends import backends
 
-        target = self.generation.target
         if not isinstance(target, dict) or not isinstance(target.get("kind"), str):
             raise SettingsError("target must be a table with a 'kind', e.g. { kind = \"llvm\" }")
         try:
@@ -149,12 +170,13 @@ class CampaignSettings:
 
 _CAMPAIGN_TYPES = {"seed": int, "time_budget": (int, float), "max_cases": int, "workers": int,
                    "timeout": (int, float), "memory_mb": int, "executor": str, "known_bugs": str,
-                   "ray_address": str, "rpc": dict}
+                   "ray_address": str, "rpc": dict, "tvm_python": str}
 _GEN_TYPES = {"workloads": list, "dtypes": list, "primitives": list, "max_steps": int,
               "max_reduction": int, "exact_fraction": (int, float),
               "special_fraction": (int, float), "target": dict,
               "metaschedule_fraction": (int, float), "option_fraction": (int, float),
-              "known_bug_sites": bool, "graph_fraction": (int, float)}
+              "known_bug_sites": bool, "graph_fraction": (int, float),
+              "targets": list, "target_shares": list}
 
 
 def _checked(table: dict[str, Any], types: dict[str, Any], where: str) -> dict[str, Any]:

@@ -75,14 +75,28 @@ class GenSettings:
     option_fraction: float = 0.5  # share of cases with drawn compiler options
     known_bug_sites: bool = False  # also propose where TVM is known to fail (see primitives)
     graph_fraction: float = GRAPH_FRACTION  # share of whole-graph (Relax) cases, see below
+    #: a target mix (generators/targets.py): case i gets one of these, by ``target_shares``;
+    #: None: every case gets ``target``
+    targets: tuple[dict[str, Any], ...] | None = None
+    target_shares: tuple[float, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    def at(self, seed: int, index: int) -> GenSettings:
+        """The settings case ``index`` of seed ``seed`` is drawn with: its target chosen
+        from the mix (:func:`generators.targets.choose`); ``self`` when there is no mix."""
+        if not self.targets:
+            return self
+        from generators.targets import choose
+
+        target = choose(self.targets, self.target_shares, seed, index)
+        return dataclasses.replace(self, target=target, targets=None, target_shares=None)
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> GenSettings:
         d = dict(d)
-        for k in ("workloads", "dtypes", "primitives"):
+        for k in ("workloads", "dtypes", "primitives", "targets", "target_shares"):
             if d.get(k) is not None:
                 d[k] = tuple(d[k])
         return cls(**d)
@@ -108,9 +122,15 @@ class GenSettings:
                 raise ValueError(f"{name} must be between 0 and 1")
         from fuzzharness.backends import backends
 
-        if not isinstance(self.target, dict) or "kind" not in self.target:
-            raise ValueError("target must be a table with a 'kind', e.g. { kind = \"cuda\" }")
-        backends[self.target["kind"]]  # UnknownName lists the known kinds
+        for target in (self.target, *(self.targets or ())):
+            if not isinstance(target, dict) or "kind" not in target:
+                raise ValueError("target must be a table with a 'kind', e.g. { kind = \"cuda\" }")
+            backends[target["kind"]]  # UnknownName lists the known kinds
+        if self.target_shares is not None and (
+                not self.targets or len(self.target_shares) != len(self.targets)
+                or any(s < 0 for s in self.target_shares) or sum(self.target_shares) <= 0):
+            raise ValueError("target_shares needs one share ≥ 0 per entry of targets "
+                             "(not all 0)")
         return self
 
     def workload_names(self) -> list[str]:
@@ -138,7 +158,7 @@ class GenSettings:
 
 def generate_case(seed: int, index: int, settings: GenSettings) -> Case:
     data = draws.for_case(seed, index)
-    case = draw_case(data, settings)
+    case = draw_case(data, settings.at(seed, index))
     origin = dict(case.origin, seed=seed, index=index, choices=draws.recorded_choices(data))
     return case.replace(origin=origin)
 

@@ -26,7 +26,7 @@ HELP = "run a fuzz campaign"
 MINIMIZE_BUDGET = 120.0
 MINIMIZE_BUDGET_ENV = "FUZZHARNESS_MINIMIZE_BUDGET"
 _GENERATION_FLAGS = ("workloads", "dtypes", "primitives", "max_steps", "target", "seed",
-                     "config", "graph_fraction")
+                     "config", "graph_fraction")  # --tvm-python may change: see settings.py
 
 
 def add_arguments(p) -> None:
@@ -64,10 +64,17 @@ def add_arguments(p) -> None:
                    help="share of whole-graph (Relax) cases when the workloads are not named "
                         "(default 0.2; 0 = single-PrimFunc cases only; --workloads graph: "
                         "graphs only)")
-    p.add_argument("--target", metavar="NAME|JSON",
-                   help="target preset: llvm (default), cuda (nvcc compile; runs on a GPU host), "
+    p.add_argument("--target", metavar="NAME[,NAME...]|JSON",
+                   help="target preset: llvm, cuda (nvcc compile; runs on a GPU host), "
                         "opencl or adreno (run by pyopencl on an OpenCL CPU runtime); "
-                        "or a JSON target dict")
+                        "or a JSON target dict; several names (llvm,opencl,adreno) mix them "
+                        "in one campaign, in equal shares.  Default: llvm, plus OpenCL and "
+                        "Adreno texture cases when an OpenCL runtime is found (the header "
+                        "says which targets run and why)")
+    p.add_argument("--tvm-python", metavar="PATH",
+                   help="run the workers under this Python interpreter and the TVM it imports "
+                        "(a source build, a nightly, an older release; it needs numpy, "
+                        "ml_dtypes and hypothesis; the harness comes from this checkout)")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     p.add_argument("--no-minimize", action="store_true",
                    help="do not minimize new failure buckets into repros at the end")
@@ -108,13 +115,26 @@ def _target(text: str | None) -> dict | None:
                      "another registered backend kind, or a JSON target dict")
 
 
+def _targets(text: str | None) -> list[dict] | None:
+    """``--target a,b,c`` → a target mix (None: one target or none named)."""
+    from fuzzharness.errors import UsageError
+    from generators import targets
+
+    if text is None or text.lstrip().startswith("{") or "," not in text:
+        return None
+    try:
+        return targets.parse(text)
+    except ValueError as e:
+        raise UsageError(f"--target: {e}") from None
+
+
 def _run_overrides(args) -> dict:
     """Flags about how long and how the campaign runs (allowed on resume)."""
     over = {"time_budget": args.time_budget, "max_cases": args.max_cases,
             "workers": args.workers, "timeout": args.timeout, "memory_mb": args.memory_mb,
             "executor": args.executor, "ray_address": args.ray_address,
             "known_bugs": str(args.known_bugs.resolve()) if args.known_bugs else None,
-            "rpc": _rpc(args)}
+            "rpc": _rpc(args), "tvm_python": args.tvm_python}
     return {k: v for k, v in over.items() if v is not None}
 
 
@@ -128,10 +148,10 @@ def _rpc(args) -> dict | None:
 def settings_from_args(args):
     from fuzzharness.settings import CampaignSettings, read_toml
 
-    s, toml_keys = CampaignSettings(), set()
+    s, toml_keys, toml_gen = CampaignSettings(), set(), {}
     if args.config:
         camp, gen = read_toml(args.config)
-        toml_keys = set(camp)
+        toml_keys, toml_gen = set(camp), gen
         s = dataclasses.replace(s, **camp)
         s = dataclasses.replace(s, generation=dataclasses.replace(s.generation, **gen))
     over = _run_overrides(args)
@@ -140,12 +160,36 @@ def settings_from_args(args):
     if args.max_cases and args.time_budget is None and "time_budget" not in toml_keys:
         over["time_budget"] = 0.0  # --max-cases alone means "run exactly N"
     s = dataclasses.replace(s, **over)
+    mix = _targets(args.target)
     gen = {k: v for k, v in {
         "workloads": _csv(args.workloads), "dtypes": _csv(args.dtypes),
         "primitives": _csv(args.primitives), "max_steps": args.max_steps,
-        "target": _target(args.target), "graph_fraction": args.graph_fraction,
+        "target": mix[0] if mix else _target(args.target), "graph_fraction": args.graph_fraction,
+        "targets": tuple(mix) if mix else None,
     }.items() if v is not None}
-    return dataclasses.replace(s, generation=dataclasses.replace(s.generation, **gen))
+    s = dataclasses.replace(s, generation=dataclasses.replace(s.generation, **gen))
+    named = args.target is not None or ({"target", "targets"} & set(toml_gen))
+    return s if named else default_mix(s)
+
+
+def default_mix(s):
+    """The default campaign's targets (generators/targets.py): llvm, plus OpenCL and Adreno
+    when an OpenCL runtime can run them here; the reason goes to the campaign header."""
+    from generators import targets
+
+    if s.rpc:
+        s.target_note = "llvm only: kernels run on a remote device (--rpc-*)"
+        return s
+    if s.tvm_python:
+        s.target_note = "llvm only: workers run under --tvm-python (name --target to mix)"
+        return s
+    mix, shares, why = targets.default_targets()
+    s.target_note = why
+    if len(mix) == 1:
+        return s
+    return dataclasses.replace(s, generation=dataclasses.replace(
+        s.generation, target=mix[0], targets=tuple(mix), target_shares=tuple(shares)),
+        target_note=why)
 
 
 def _minimize_budget(args) -> float:
@@ -163,6 +207,19 @@ def _minimize_budget(args) -> float:
     if budget < 0:
         raise UsageError("--minimize-budget must be ≥ 0")
     return 0.0 if args.no_minimize else budget
+
+
+def describe_targets(s) -> str:
+    """``target llvm`` or ``targets llvm 70 %, opencl 10 %, adreno 20 %``."""
+    from generators.targets import label
+
+    gen = s.generation
+    if not gen.targets:
+        return f"target {label(gen.target)}"
+    shares = gen.target_shares or [1.0] * len(gen.targets)
+    total = sum(shares)
+    return "targets " + ", ".join(f"{label(t)} {round(100 * w / total)} %"
+                                  for t, w in zip(gen.targets, shares, strict=True))
 
 
 def main(args, argv) -> int:
@@ -204,8 +261,14 @@ def main(args, argv) -> int:
     where = f" on {device.describe()}" if device is not None else ""
     executor = s.executor + (f" at {s.ray_address}" if s.executor == "ray" and s.ray_address else "")
     print(f"fuzzharness: seed {campaign.seed}, {s.workers} workers ({executor}), "
-          f"{' or '.join(limit)}, target {s.generation.target.get('kind')}{where}, "
+          f"{' or '.join(limit)}, {describe_targets(s)}{where}, "
           f"{len(campaign.known)} known bugs, {mini}, out {campaign.out}", file=sys.stderr)
+    if s.target_note:
+        print(f"fuzzharness: targets: {s.target_note}", file=sys.stderr)
+    if s.tvm_python:
+        v = campaign.versions
+        print(f"fuzzharness: workers run {s.tvm_python}: TVM {v.get('tvm')}, tvm-ffi "
+              f"{v.get('tvm_ffi')}, LLVM {v.get('llvm')}", file=sys.stderr)
     summary = campaign.run()
     print(format_summary(summary))
     return summary.exit_code

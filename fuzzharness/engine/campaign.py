@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from fuzzharness import interpreter
 from fuzzharness.backends.rpc import ENV as RPC_ENV
 from fuzzharness.buckets import KnownBug, KnownBugs, Signature, signature
 from fuzzharness.engine import coverage
@@ -157,7 +158,9 @@ class Campaign:
             self.settings.seed = self.seed
             from fuzzharness.tvm_support import versions
 
-            self.versions = versions()
+            # the TVM under test is the workers' (fuzzharness/interpreter.py)
+            self.versions = (interpreter.versions_of(self.settings.tvm_python)
+                             if self.settings.tvm_python else versions())
             self.db.create_campaign(self.seed, self.settings.to_dict(), self.versions)
         if resume:
             try:
@@ -236,10 +239,13 @@ class Campaign:
         workers as $FUZZHARNESS_RPC, and only from the settings (a stray variable in the
         driver's environment must not send a local campaign's kernels elsewhere)."""
         s = self.settings
-        env = {k: v for k, v in os.environ.items() if k != RPC_ENV}
+        env = {k: v for k, v in os.environ.items()
+               if k not in (RPC_ENV, interpreter.WORKER_PYTHON_ENV)}
         device = s.remote_device()
         if device is not None:
             env[RPC_ENV] = json.dumps(device.to_dict())
+        if s.tvm_python:
+            env[interpreter.WORKER_PYTHON_ENV] = s.tvm_python
         return ExecutorConfig(workers=s.workers, timeout=s.timeout, memory_mb=s.memory_mb,
                               log_dir=self.out / "logs", env=env,
                               options={"ray_address": s.ray_address})

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fuzzharness.verdict import Verdict
+from generators.targets import label
 
 if TYPE_CHECKING:
     from fuzzharness.buckets import Signature
@@ -287,7 +288,7 @@ class ResultsDB:
                 "INSERT OR IGNORE INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     idx, case.get("id"), wl.get("name"), (case.get("origin") or {}).get("dtype"),
-                    (case.get("target") or {}).get("kind"),
+                    label(case["target"]) if case.get("target") else None,  # adreno, not opencl
                     verdict.status.value, verdict.stage.value, _finite(verdict.ratio),
                     _finite(verdict.worst_error), verdict.digest, elapsed, now, worker,
                     self.session, json.dumps(case, sort_keys=True) if case else None,

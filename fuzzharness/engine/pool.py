@@ -30,12 +30,12 @@ import os
 import selectors
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from fuzzharness import interpreter
 from fuzzharness.engine import outcomes, protocol
 from fuzzharness.engine.executor import (
     Executor,
@@ -112,9 +112,10 @@ class WorkerPool(Executor):
         else:
             log_path = Path(os.devnull)
         log = open(log_path, "ab")  # noqa: SIM115 - owned by the child
-        cmd = [sys.executable, "-m", "fuzzharness.engine.worker",
+        # $FUZZHARNESS_WORKER_PYTHON: another interpreter and its TVM (fuzzharness/interpreter.py)
+        python, env = interpreter.command_env(self.env)
+        cmd = [python, "-m", "fuzzharness.engine.worker",
                "--memory-mb", str(self.memory_mb), "--parent-pid", str(os.getpid())]
-        env = dict(os.environ if self.env is None else self.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
         proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,

@@ -100,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import tvm  # noqa: F401  (the one expensive import, done before the first task)
 
+        from fuzzharness import tvm_compat
+
+        tvm_compat.install()  # another TVM release under --tvm-python: its spellings of IR names
+
         import fuzzharness.execute  # noqa: F401
         import generators.cases  # noqa: F401
         from fuzzharness.engine import protocol

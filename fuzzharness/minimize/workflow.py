@@ -163,13 +163,18 @@ def _run_job(job: dict[str, Any], budget: float) -> tuple[BucketRepro, dict[str,
     import subprocess
     import tempfile
 
+    from fuzzharness import interpreter
+
     res = BucketRepro(job["key"], job["title"], job["count"], "failed")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "job.json"
         path.write_text(json.dumps(job))
-        cmd = [sys.executable, "-m", "fuzzharness.minimize.workflow", str(path)]
+        # under the campaign's --tvm-python, if any: its workers, repro checks and triage
+        # run against the TVM the failure was found with (fuzzharness/interpreter.py)
+        python, env = interpreter.command_env(interpreter.campaign_env(job["settings"]))
+        cmd = [python, "-m", "fuzzharness.minimize.workflow", str(path)]
         try:
-            p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True,
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env,
                                timeout=budget + JOB_SLACK)
         except subprocess.TimeoutExpired:
             res.note = f"the minimizing process ran past {budget + JOB_SLACK:.0f} s"
@@ -192,6 +197,8 @@ def bucket_job(job: dict[str, Any]) -> tuple[BucketRepro, dict[str, Any] | None]
     from fuzzharness.settings import CampaignSettings
 
     settings = CampaignSettings.from_dict(job["settings"])
+    # the example's own target when the campaign mixes targets (generators/targets.py)
+    settings.generation = settings.generation.at(job["seed"], job["example"]["idx"])
     target = Signature.from_dict(job["target"])
     say = _say(job["progress"])
     res = BucketRepro(job["key"], job["title"], job["count"], "failed")
