@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fuzzharness.commands import corpus, minimize, replay, report, repro, run
+from fuzzharness.commands import corpus, minimize, releases, replay, report, repro, run
 from fuzzharness.registry import Registry
 
 commands: Registry = Registry("command")
@@ -12,3 +12,4 @@ commands.add("minimize", minimize)
 commands.add("repro", repro)
 commands.add("corpus", corpus)
 commands.add("report", report)
+commands.add("releases", releases)
