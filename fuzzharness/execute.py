@@ -155,13 +155,20 @@ class Execution:
         from fuzzharness.case import canonical_json
         from oracles.metamorphic import BASELINE_CACHE_SIZE
 
+        from oracles.metamorphic import baseline_target
+
         case = self.case
-        key = (workload.source(case.params), canonical_json(case.target),
+        target = baseline_target(case.target)  # GPU: the unscheduled program runs on llvm
+        if target is not case.target:
+            from fuzzharness.backends import backends
+
+            backend = backends["llvm"]
+        key = (workload.source(case.params), canonical_json(target),
                canonical_json(case.pass_config))
         program = _BASELINES.pop(key, None)
         if program is None:
             program = backend.build(backend.codegen(
-                backend.lower(tvm_module(func), case.target, case.pass_config), case.target))
+                backend.lower(tvm_module(func), target, case.pass_config), target))
         _BASELINES[key] = program  # most recently used last
         while len(_BASELINES) > BASELINE_CACHE_SIZE:
             _BASELINES.pop(next(iter(_BASELINES)))
@@ -242,7 +249,8 @@ class Execution:
                 scheduled = sch.mod["main"]
                 order = accumulation_order(func, scheduled)
                 how = metamorphic.plan(j, order, structural_equal(func, scheduled), exact,
-                                       self.baseline_policy, metamorphic.sample_point(case.id))
+                                       self.baseline_policy, metamorphic.sample_point(case.id),
+                                       case.target)
             baseline = outputs if how == "self" else None
             if how == "build":
                 with self.stage(Stage.BASELINE):
