@@ -62,7 +62,8 @@ def install() -> list[str]:
     for name in ("Call", "Var"):  # one expression hierarchy from 0.27 on; TIR's before
         alias(tvm.ir.expr, name, lambda n=name: getattr(tirx, n), f"tvm.ir.expr.{name}")
         alias(tvm.ir, name, lambda n=name: getattr(tirx, n), f"tvm.ir.{name}")
-    if not hasattr(tirx.BufferRegion, "source"):
+    # 0.27: tirx.BufferRegion is a constructor of tvm.ir.expr.TensorRegion (has .source)
+    if isinstance(tirx.BufferRegion, type) and not hasattr(tirx.BufferRegion, "source"):
         tirx.BufferRegion.source = property(lambda r: r.buffer)
         added.append("BufferRegion.source")
     if not hasattr(tirx.IntImm("int32", 0), "ty"):  # 0.25: .dtype only
