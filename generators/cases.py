@@ -39,6 +39,8 @@ from generators.gpu import gpu_schedule, is_gpu_target
 from generators.inputs import EXACT_DISTRIBUTIONS, distributions
 from generators.options import draw_options
 from generators.schedules import ScheduleOptions, random_schedule
+from generators.steering import weighted
+from generators.targets import label
 from generators.workloads import GenOptions, workloads
 from oracles.program import Numerics
 
@@ -179,7 +181,8 @@ def draw_case(data: Any, settings: GenSettings) -> Case:
             return draw_graph_case(data, settings)
     if not names:
         raise ValueError("the workload/dtype filters leave no workload to generate")
-    wl_name = data.draw(st.sampled_from(names))
+    # steered per target (generators/steering.py: texture workloads for Adreno)
+    wl_name = data.draw(st.sampled_from(weighted("workload", names, label(settings.target))))
     workload = workloads[wl_name]
     options = GenOptions(dtypes=settings.dtypes, max_reduction=settings.max_reduction)
     params = workload.draw_params(data, options)

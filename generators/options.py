@@ -152,11 +152,14 @@ def draw_options(data: Any, base_target: dict[str, Any], fraction: float):
     ``mcpu`` depends on the host.
     """
     from generators.draw import chance
+    from generators.steering import weighted
 
     varied = chance(data, fraction)
     tier = data.draw(st.sampled_from(TIERS))
     mattr = data.draw(st.sampled_from(MATTRS))
-    picks = [data.draw(st.booleans()) for _ in PASS_CONFIGS]
+    # steered (generators/steering.py): one draw per option, as before
+    picks = [data.draw(st.sampled_from(weighted("option", [False, True], label)))
+             for label, _ in PASS_CONFIGS]
     unroll = data.draw(st.sampled_from((None, *UNROLL_STEPS)))
     explicit = data.draw(st.booleans())
     target = dict(base_target)

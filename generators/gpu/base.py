@@ -101,6 +101,8 @@ def register(cls: type[Style]) -> type[Style]:
 def gpu_schedule(func, data: Any, target: dict[str, Any], enabled: tuple[str, ...] | None = None) -> GpuSchedule:
     """Draw a style and schedule ``func`` with it (see the module docstring)."""
     from fuzzharness.tvm_support import is_schedule_error
+    from generators.steering import weighted
+    from generators.targets import label
 
     gt = GpuTarget(target)
     if gt.is_cuda:
@@ -108,7 +110,8 @@ def gpu_schedule(func, data: Any, target: dict[str, Any], enabled: tuple[str, ..
         from fuzzharness import warmup
 
         warmup.tensor_intrinsics()  # wmma/mma intrinsics are registered by name
-    name = data.draw(st.sampled_from(styles.names()))
+    # steered per target (generators/steering.py: on Adreno the style that lowers textures)
+    name = data.draw(st.sampled_from(weighted("gpu_style", styles.names(), label(target))))
     if (enabled is not None and name not in enabled) or not styles[name].applies(func, gt):
         name = "dlight"
     try:
