@@ -153,9 +153,7 @@ class Execution:
     def _run_baseline(self, backend, workload, func, specs, out_specs, inputs):
         """The unscheduled program's outputs; its build is cached per program, target, options."""
         from fuzzharness.case import canonical_json
-        from oracles.metamorphic import BASELINE_CACHE_SIZE
-
-        from oracles.metamorphic import baseline_target
+        from oracles.metamorphic import BASELINE_CACHE_SIZE, baseline_target
 
         case = self.case
         target = baseline_target(case.target)  # GPU: the unscheduled program runs on llvm

@@ -60,7 +60,8 @@ def harness_path() -> Path:
 
 
 def resolve(python: str) -> str:
-    """An absolute path to the interpreter (``python3.11`` is looked up on PATH)."""
+    """An absolute path to the interpreter (``python3.11`` is looked up on PATH); symlinks
+    are kept: a virtual environment is known by its own ``bin/python``."""
     path = shutil.which(python) if os.sep not in python else python
     if not path or not os.access(path, os.X_OK):
         raise ValueError(f"{python}: no such executable")
@@ -81,7 +82,9 @@ def command_env(env: dict[str, str] | None = None) -> tuple[str, dict[str, str]]
     with: ``$FUZZHARNESS_WORKER_PYTHON`` of ``env`` when set, else this interpreter."""
     env = dict(os.environ if env is None else env)
     other = env.get(WORKER_PYTHON_ENV, "")
-    if not other or os.path.realpath(other) == os.path.realpath(sys.executable):
+    # not realpath: a virtual environment's python is a symlink to the same binary as
+    # another's; the environment is what differs
+    if not other or os.path.abspath(other) == os.path.abspath(sys.executable):
         return sys.executable, env
     return other, environment(other, env)
 

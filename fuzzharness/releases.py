@@ -155,6 +155,7 @@ class Outcome:
     digest: str | None = None
     order_preserved: bool | None = None
     message: str = ""
+    worker_tvm: str = ""  # the TVM the harness worker reported importing (the case run)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -174,7 +175,7 @@ def run_on(release: str, python: str | Path, repro: Path | None, case: Any | Non
         result = [ln for ln in lines if ln.startswith("RESULT")]
         out.repro_line = (result or lines or [""])[-1].strip()[:300]
     if case is not None:
-        verdict = run_case(python, case, timeout)
+        verdict, out.worker_tvm = run_case(python, case, timeout)
         out.status, out.digest, out.message = verdict.status.value, verdict.digest, verdict.message[:300]
         order = (verdict.details or {}).get("order") or {}
         out.order_preserved = order.get("preserved")
@@ -182,14 +183,15 @@ def run_on(release: str, python: str | Path, repro: Path | None, case: Any | Non
 
 
 def run_case(python: str | Path, case: Any, timeout: float):
-    """The case's verdict from a worker process under ``python``."""
+    """``(verdict, TVM version the worker reported)`` of the case, from a worker process
+    under ``python``."""
     from fuzzharness.engine.pool import WorkerPool
     from fuzzharness.interpreter import WORKER_PYTHON_ENV
 
     env = {**os.environ, WORKER_PYTHON_ENV: str(python)}
     with WorkerPool(1, timeout=timeout, env=env) as pool:
         (result,) = list(pool.run([{"task": 0, "case": case.to_dict()}]))
-    return result.verdict
+    return result.verdict, ",".join(sorted(pool.tvm_versions))
 
 
 # -- what the outcomes say ------------------------------------------------------------------

@@ -281,8 +281,9 @@ def test_failed_gpu_case_is_cross_checked_on_llvm(opencl, workload, status):
     cross-check of the reference (it cannot run unscheduled on the GPU target): a wrong
     kernel stays wrong_result, a wrong reference is reference_mismatch — never a harness
     error."""
-    import tests.plugins.wrong_programs  # noqa: F401  (registers the workloads)
     from tvm import s_tir
+
+    import tests.plugins.wrong_programs  # noqa: F401  (registers the workloads)
 
     p = {"M": 6, "N": 8, "K": 12, "dtype": "float32"}
     wl = workloads[workload]

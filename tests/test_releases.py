@@ -4,6 +4,7 @@ workers under another interpreter (`--tvm-python`, fuzzharness/interpreter.py)."
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import sys
@@ -102,11 +103,24 @@ def test_campaign_workers_under_a_tvm_026_environment_made_by_the_harness(tmp_pa
         python = releases.environment(release)
     except releases.ReleaseEnvError as e:
         pytest.skip(f"cannot make the TVM 0.26.0 environment (package registry?): {e}")
+    # the workers really import that TVM (their "ready" message says which)
+    from fuzzharness.engine.pool import WorkerPool
+    from generators.cases import GenSettings
+
+    env = {**os.environ, interpreter.WORKER_PYTHON_ENV: str(python)}
+    task = {"task": 0, "generate": {"seed": 3, "index": 0,
+                                    "settings": GenSettings(graph_fraction=0).to_dict()}}
+    with WorkerPool(1, timeout=300, env=env) as pool:
+        (result,) = list(pool.run([task]))
+    assert pool.tvm_versions == {"0.26.0"}
+    assert result.verdict.status.value != "harness_error", result.verdict.line()
+
     out = tmp_path / "run"
     r = run_cli("run", "--seed", "3", "--max-cases", "8", "--workers", "2", "--out", out,
                 "--no-progress", "--tvm-python", python, "--graph-fraction", "0")
     assert r.returncode in (0, 1), r.stderr
     assert "TVM 0.26.0" in r.stderr and "target llvm" in r.stderr
+    assert "WARNING: workers ran TVM" not in r.stdout  # they reported 0.26.0 too
     con = sqlite3.connect(out / "results.sqlite")
     versions = json.loads(con.execute("SELECT versions FROM campaign").fetchone()[0])
     verdicts = [json.loads(v) for (v,) in con.execute("SELECT verdict_json FROM results")]
@@ -122,7 +136,7 @@ def test_campaign_workers_under_a_tvm_026_environment_made_by_the_harness(tmp_pa
     shutil.copytree(ROOT / "corpus" / "rfactor-blockize-nan", corpus / "rfactor-blockize-nan")
     r = run_cli("releases", "--corpus", corpus, "--releases", "0.26.0")
     assert r.returncode == 0, r.stderr
-    assert "0.26.0 case: nan_inf" in r.stdout and "0.26.0 repro.py: RESULT: the bug reproduces" \
+    assert "0.26.0 case (worker TVM 0.26.0): nan_inf" in r.stdout and "0.26.0 repro.py: RESULT: the bug reproduces" \
         in r.stdout
     meta = json.loads((corpus / "rfactor-blockize-nan" / "meta.json").read_text())
     assert meta["releases"] == {"0.26.0": "reproduces"}

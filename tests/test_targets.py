@@ -36,14 +36,17 @@ def test_a_mixed_campaigns_llvm_case_is_the_llvm_campaigns_case():
     mixed = GenSettings(targets=MIX, target_shares=(0.5, 0.25, 0.25), graph_fraction=0)
     alone = GenSettings(graph_fraction=0)
     seen = Counter()
+    def draw(settings, i):
+        try:
+            return generate_case(11, i, settings).id
+        except Exception as e:  # noqa: BLE001 - TVM failing while the schedule is drawn
+            return f"{type(e).__name__}: {e}"
+
     for i in range(12):
-        case = generate_case(11, i, mixed)
-        seen[label(case.target)] += 1
-        if label(case.target) == "llvm":
-            assert case.id == generate_case(11, i, alone).id
-        else:
-            one = GenSettings(target=mixed.at(11, i).target, graph_fraction=0)
-            assert case.id == generate_case(11, i, one).id
+        target = mixed.at(11, i).target
+        seen[label(target)] += 1
+        one = alone if label(target) == "llvm" else GenSettings(target=target, graph_fraction=0)
+        assert draw(mixed, i) == draw(one, i)
     assert seen["llvm"] and len(seen) >= 2
 
 

@@ -127,8 +127,8 @@ def main(args, argv) -> int:
             if o.status:
                 order = {True: "order-preserving", False: "reassociating"}.get(
                     o.order_preserved, "order unknown")
-                print(f"    {o.release} case: {o.status}, bits {o.digest or '-'} ({order}): "
-                      f"{o.message[:100]}")
+                print(f"    {o.release} case (worker TVM {o.worker_tvm}): {o.status}, bits "
+                      f"{o.digest or '-'} ({order}): {o.message[:100]}")
         findings += releases.cross_release(outcomes) is not None
         if not args.no_write:
             if issue is not None:

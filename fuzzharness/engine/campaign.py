@@ -78,6 +78,9 @@ class CampaignSummary:
     recycled: int = 0
     coverage: list[tuple] = dataclasses.field(default_factory=list)  # engine/coverage.py rows
     minimized: str = ""  # the report of the minimization of new buckets (fuzzharness.minimize)
+    #: TVM versions the workers reported that differ from the campaign's recorded one (a
+    #: misconfigured --tvm-python environment would otherwise go unnoticed)
+    foreign_tvm: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def rate(self) -> float:
@@ -226,6 +229,7 @@ class Campaign:
             executor.restarts if executor is not None else 0, self._bucket_reports(tvm_version),
             self.known.source, executor.recycled if executor is not None else 0)
         summary.coverage = coverage.store(self.db.conn)
+        summary.foreign_tvm = sorted(getattr(executor, "tvm_versions", set()) - {tvm_version})
         self.db.close()
         if self.minimize_budget > 0 and summary.new_buckets:
             from fuzzharness.minimize.workflow import after_campaign
@@ -308,6 +312,9 @@ def format_summary(s: CampaignSummary, *, limit: int = 15) -> str:
         lines.append(coverage.format_table(s.coverage))
     if s.minimized:
         lines.append(s.minimized)
+    if s.foreign_tvm:
+        lines.append(f"WARNING: workers ran TVM {', '.join(s.foreign_tvm)}, not the TVM the "
+                     "campaign records (check --tvm-python and PYTHONPATH)")
     lines.append(f"results: {s.out / 'results.sqlite'}")
     lines.append(f"replay one: fuzzharness replay --db {s.out} <case index or id>")
     return "\n".join(lines)

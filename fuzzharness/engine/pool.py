@@ -95,6 +95,7 @@ class WorkerPool(Executor):
         self.env = env
         self.restarts = 0  # replaced after a crash, a timeout or an unexpected exit
         self.recycled = 0  # retired themselves (memory high-water mark) and were replaced
+        self.tvm_versions: set[str] = set()  # what the workers' "ready" said they import
         self._sel = selectors.DefaultSelector()
         self._workers: dict[int, _Worker] = {}
         self._start_failures = 0
@@ -270,6 +271,7 @@ class WorkerPool(Executor):
                 return self._protocol_error(w, f"{e}: {bytes(line)[:200]!r}")
             if "ready" in msg:
                 w.ready, w.started = True, 0.0
+                self.tvm_versions.add(str(msg.get("tvm", "?")))
                 self._start_failures = 0
             elif "bye" in msg:
                 w.retiring = True

@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
     try:
-        import tvm  # noqa: F401  (the one expensive import, done before the first task)
+        import tvm  # the one expensive import, done before the first task
 
         from fuzzharness import tvm_compat
 
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     from fuzzharness import warmup
 
     warmup.set_notifier(on_setup)
-    send({"ready": os.getpid()})
+    send({"ready": os.getpid(), "tvm": tvm.__version__})  # the TVM this worker runs
     for line in sys.stdin.buffer:
         if not line.strip():
             continue
