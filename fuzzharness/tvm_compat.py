@@ -26,7 +26,9 @@ One difference cannot be back-filled onto a class: 0.25 keeps parameter buffers 
 On TVM 0.27 :func:`install` changes nothing — ``tests/test_tvm_compat.py`` checks that —
 so call sites keep the one spelling and nothing else in the harness knows about versions.
 A name this table lacks fails loudly (``AttributeError`` → ``harness_error``), never
-silently: the place to teach the harness another release is here.
+silently: the place to teach the harness another release is here.  Not adapted: 0.25's
+Relax (``relax.TensorType(ndim, dtype)``, ``struct_info``), which whole-graph cases use —
+under 0.25 run single-PrimFunc cases (``--graph-fraction 0``).
 """
 
 from __future__ import annotations
