@@ -11,7 +11,8 @@ the worker once the case was lowered).  Two axes of the coverage table
 
 ``compiled`` and ``verdict`` count those cases that compiled and that an oracle judged, as
 on every axis.  Shares are of the target's *lowered* cases: a case that failed before
-lowering has no census.
+lowering has no census, nor has a whole-graph case on llvm (``relax.build`` lowers inside
+the VM build: there is no lowered program to read).
 """
 
 from __future__ import annotations

@@ -261,9 +261,9 @@ def test_campaign_on_the_adreno_target(tmp_path, opencl):
     r = run_cli("run", "--target", "adreno", "--seed", 3, "--max-cases", 6, "--workers", 1,
                 "--no-progress", "--out", out)
     assert r.returncode in (0, 1), r.stderr
-    assert "target opencl" in r.stderr
+    assert "target adreno" in r.stderr
     rows = sqlite3.connect(out / "results.sqlite").execute("SELECT target, status FROM results").fetchall()
-    assert len(rows) == 6 and {t for t, _ in rows} == {"opencl"}
+    assert len(rows) == 6 and {t for t, _ in rows} == {"adreno"}  # the target label
     assert "harness_error" not in {s for _, s in rows}
 
 

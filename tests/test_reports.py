@@ -35,7 +35,8 @@ def campaigns(tmp_path_factory):
                                 (5, 6, "row_sum,test_matmul_off_by_one", no_steps)]:
         d = base / f"nightly-{seed}"
         r = run_cli("run", "--seed", seed, "--max-cases", n, "--workers", 2, "--workloads", wls,
-                    "--dtypes", "float32,float16", "--out", d, "--no-progress", *extra, env=env)
+                    "--dtypes", "float32,float16", "--out", d, "--no-progress", "--target",
+                    "llvm", *extra, env=env)
         assert r.returncode in (0, 1), r.stderr
         dirs.append(d)
     return dirs

@@ -343,7 +343,6 @@ def run_graph(execution):
         if vm:
             with stage(Stage.CODEGEN):
                 executable = build(scheduled, target, case.pass_config)
-            execution.features = census(scheduled, None)  # relax.build keeps its TIR inside
             with stage(Stage.BUILD):
                 main = load_vm(executable)
             with stage(Stage.RUN):
@@ -354,6 +353,7 @@ def run_graph(execution):
             with stage(Stage.CODEGEN):
                 interp.lower()
                 interp.codegen()
+            # (on the VM, relax.build lowers inside: no lowered program to read, no census)
             execution.features = census(scheduled, interp.lowered)
             with stage(Stage.BUILD):
                 not_run = interp.build()
