@@ -43,6 +43,8 @@ from fuzzharness.generators.inputs import EXACT_DISTRIBUTIONS, FLOAT_DISTRIBUTIO
 from fuzzharness.generators.options import draw_options
 from fuzzharness.generators.schedules import ScheduleOptions, primitives, random_schedule
 from fuzzharness.generators.schedules.metaschedule import SOURCE, metaschedule_schedule
+from fuzzharness.generators.steering import weighted
+from fuzzharness.generators.targets import TARGET_PRESETS, choose, label  # noqa: F401 - TARGET_PRESETS re-exported
 from fuzzharness.generators.workloads import GenOptions, workloads
 from fuzzharness.oracles.program import Numerics
 
@@ -51,15 +53,6 @@ from fuzzharness.oracles.program import Numerics
 GRAPH_FRACTION = 0.2
 
 # ``--target NAME`` presets (a TOML ``generation.target`` table may give any target dict).
-TARGET_PRESETS: dict[str, dict[str, Any]] = {
-    "llvm": {"kind": "llvm"},
-    # compiled by nvcc; run where a GPU is.  The limits are an H100's (MetaSchedule needs them).
-    "cuda": {"kind": "cuda", "arch": "sm_90", "max_threads_per_block": 1024,
-             "max_shared_memory_per_block": 49152, "thread_warp_size": 32,
-             "registers_per_block": 65536},
-    "opencl": {"kind": "opencl"},  # run by pyopencl on an OpenCL CPU runtime
-    "adreno": {"kind": "opencl", "device": "adreno"},  # texture scopes, Adreno pipeline
-}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,14 +71,26 @@ class GenSettings:
     option_fraction: float = 0.5  # share of cases with drawn compiler options
     known_bug_sites: bool = False  # also propose where TVM is known to fail (see primitives)
     graph_fraction: float = GRAPH_FRACTION  # share of whole-graph (Relax) cases, see below
+    #: a target mix (generators/targets.py): case i gets one of these, by ``target_shares``;
+    #: None: every case gets ``target``
+    targets: tuple[dict[str, Any], ...] | None = None
+    target_shares: tuple[float, ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    def at(self, seed: int, index: int) -> GenSettings:
+        """The settings case ``index`` of seed ``seed`` is drawn with: its target chosen
+        from the mix (:func:`generators.targets.choose`); ``self`` when there is no mix."""
+        if not self.targets:
+            return self
+        target = choose(self.targets, self.target_shares, seed, index)
+        return dataclasses.replace(self, target=target, targets=None, target_shares=None)
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> GenSettings:
         d = dict(d)
-        for k in ("workloads", "dtypes", "primitives"):
+        for k in ("workloads", "dtypes", "primitives", "targets", "target_shares"):
             if d.get(k) is not None:
                 d[k] = tuple(d[k])
         return cls(**d)
@@ -112,9 +117,15 @@ class GenSettings:
             if not 0 <= getattr(self, name) <= 1:  # nan fails too
                 raise ValueError(f"{name} must be between 0 and 1 (got {getattr(self, name)!r})")
 
-        if not isinstance(self.target, dict) or "kind" not in self.target:
-            raise ValueError("target must be a table with a 'kind', e.g. { kind = \"cuda\" }")
-        backends[self.target["kind"]]  # UnknownName lists the known kinds
+        for target in (self.target, *(self.targets or ())):
+            if not isinstance(target, dict) or "kind" not in target:
+                raise ValueError("target must be a table with a 'kind', e.g. { kind = \"cuda\" }")
+            backends[target["kind"]]  # UnknownName lists the known kinds
+        if self.target_shares is not None and (
+                not self.targets or len(self.target_shares) != len(self.targets)
+                or any(s < 0 for s in self.target_shares) or sum(self.target_shares) <= 0):
+            raise ValueError("target_shares needs one share ≥ 0 per entry of targets "
+                             "(not all 0)")
         return self
 
     def workload_names(self) -> list[str]:
@@ -141,7 +152,7 @@ class GenSettings:
 
 def generate_case(seed: int, index: int, settings: GenSettings) -> Case:
     data = draws.for_case(seed, index)
-    case = draw_case(data, settings)
+    case = draw_case(data, settings.at(seed, index))
     origin = dict(case.origin, seed=seed, index=index, choices=draws.recorded_choices(data))
     return case.replace(origin=origin)
 
@@ -160,7 +171,8 @@ def draw_case(data: Any, settings: GenSettings) -> Case:
             return draw_graph_case(data, settings)
     if not names:
         raise ValueError("the workload/dtype filters leave no workload to generate")
-    wl_name = data.draw(st.sampled_from(names))
+    # steered per target (generators/steering.py: texture workloads for Adreno)
+    wl_name = data.draw(st.sampled_from(weighted("workload", names, label(settings.target))))
     workload = workloads[wl_name]
     options = GenOptions(dtypes=settings.dtypes, max_reduction=settings.max_reduction)
     params = workload.draw_params(data, options)

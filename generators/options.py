@@ -40,6 +40,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from fuzzharness.generators.draw import chance
+from fuzzharness.generators.steering import weighted
 
 TIERS = ("default", "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4", "host")
 X86_LEVELS = ("x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4")
@@ -157,7 +158,9 @@ def draw_options(data: Any, base_target: dict[str, Any], fraction: float):
     varied = chance(data, fraction)
     tier = data.draw(st.sampled_from(TIERS))
     mattr = data.draw(st.sampled_from(MATTRS))
-    picks = [data.draw(st.booleans()) for _ in PASS_CONFIGS]
+    # steered (generators/steering.py): one draw per option, as before
+    picks = [data.draw(st.sampled_from(weighted("option", [False, True], label)))
+             for label, _ in PASS_CONFIGS]
     unroll = data.draw(st.sampled_from((None, *UNROLL_STEPS)))
     explicit = data.draw(st.booleans())
     target = dict(base_target)

@@ -27,6 +27,9 @@ When the baseline is built (:func:`plan`), because it costs a second compile and
            not judge every element of the first run, and the case falls in the sampled
            share :data:`ORDER_CHECK_SHARE` (decided from the case id, so a replay makes the
            same choice).
+           On GPU targets (CUDA, OpenCL) the unscheduled program cannot run as it is (no
+           loop is bound to threads): only (a) builds it, for llvm — the cross-check of
+           the reference; a bitwise comparison across targets would be meaningless.
 ``skip``   everything else: a reassociating schedule that passes, every passing case whose
            reference is already bitwise (exact-integer mode, and all-zero bounds: integers,
            max/min, copies — the baseline could add nothing), and the order-preserving cases
@@ -74,16 +77,32 @@ def sample_point(case_id: str) -> float:
     return int(case_id[:8], 16) / 16**8
 
 
+#: targets whose unscheduled program cannot run as it is (nothing binds its loops to
+#: threads): their baseline is built for llvm — a cross-check of the float64 reference for
+#: failed cases only, never a bitwise reference (another target rounds otherwise)
+UNSCHEDULED_ON_LLVM = frozenset({"cuda", "opencl"})
+
+
+def baseline_target(target: dict[str, Any]) -> dict[str, Any]:
+    """The target the unscheduled baseline is built for (see :data:`UNSCHEDULED_ON_LLVM`)."""
+    return {"kind": "llvm"} if target.get("kind") in UNSCHEDULED_ON_LLVM else target
+
+
 def plan(judgement: Judgement, order: OrderAnalysis, same_program: bool, exact: bool,
-         policy: str = "auto", sample: float = 0.0, emulated: bool = False) -> str:
-    """``self`` / ``build`` / ``skip`` (see the module docstring).
+         policy: str = "auto", sample: float = 0.0, target: dict[str, Any] | None = None,
+         emulated: bool = False) -> str:
+    """``self`` / ``build`` / ``skip`` (see the module docstring; on GPU targets only a failed
+    case builds its baseline, for llvm: :func:`baseline_target`).
 
     ``emulated``: the same-order emulation already judged every element of the case bitwise
-    (:mod:`fuzzharness.execution.second_run`) — under ``auto`` the baseline's bitwise check then adds
-    nothing; ``order`` and ``always`` still build it (benchmarks and triage compare them).
+    (:mod:`fuzzharness.execution.second_run`) — under ``auto`` the baseline's bitwise check
+    then adds nothing; ``order`` and ``always`` still build it (benchmarks and triage compare
+    them).
     """
     if policy not in POLICIES:
         raise ValueError(f"unknown baseline policy {policy!r}; known: {', '.join(POLICIES)}")
+    if target is not None and baseline_target(target) is not target:
+        return "build" if judgement.status in FAILED and policy != "never" else "skip"
     if same_program:
         return "self"
     if policy == "always":

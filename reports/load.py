@@ -26,6 +26,8 @@ Frames (each with a ``campaign`` column naming the directory it came from):
 
 Databases are opened with :func:`fuzzharness.core.storage.connect_readonly`: a campaign in a
 read-only directory (WAL files that cannot be created) is read all the same.
+``census``     the feature census (coverage table, :mod:`fuzzharness.campaign.census_table`): target,
+               feature, cases (feature ``""``: the target's lowered cases)
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class Campaigns:
     repros: pd.DataFrame
     findings: pd.DataFrame
     coverage: pd.DataFrame
+    census: pd.DataFrame  # fuzzharness/campaign/census_table.py: per target, cases lowered / with a feature
 
 
 def database_path(d: str | Path) -> Path:
@@ -142,6 +145,7 @@ _EMPTY = {
     "findings": ["campaign", "root", *(f.name for f in dataclasses.fields(Finding)), "new"],
     "coverage": ["campaign", "axis", "value", "drawn", "proposed", "accepted", "compiled",
                  "verdict"],
+    "census": ["campaign", "target", "feature", "cases"],
 }
 
 
@@ -218,7 +222,26 @@ def _load_one(conn: sqlite3.Connection, label: str, root: Path) -> dict[str, pd.
                         created=row[3])
     campaigns = pd.DataFrame([info])
     return {"results": results, "buckets": buckets, "sessions": sessions,
-            "campaigns": campaigns, "repros": _repros(conn, tables, label, root)}
+            "campaigns": campaigns, "repros": _repros(conn, tables, label, root),
+            "census": _census(conn, tables, label)}
+
+
+def _census(conn: sqlite3.Connection, tables: set[str], label: str) -> pd.DataFrame:
+    """The feature census from the coverage table: one row per (target, feature) with the
+    cases that had it, and one per target with feature ``""`` and its lowered cases."""
+    rows = []
+    if "coverage" in tables:
+        for axis, value, drawn, accepted in conn.execute(
+                "SELECT axis, value, drawn, accepted FROM coverage "
+                "WHERE axis IN ('census', 'feature')"):
+            if axis == "census":
+                rows.append({"campaign": label, "target": value, "feature": "",
+                             "cases": accepted})
+            else:
+                target, _, feature = value.partition(" ")
+                rows.append({"campaign": label, "target": target, "feature": feature,
+                             "cases": drawn})
+    return pd.DataFrame(rows, columns=_EMPTY["census"])
 
 
 def case_primitives(case: dict[str, Any], trace_primitives) -> tuple[str, ...]:

@@ -56,6 +56,7 @@ class Report:
     known_source: str
     generated: str
     root_causes: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    census: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
 
     @property
     def totals(self) -> dict[str, Any]:
@@ -86,6 +87,7 @@ def build(dirs: list[str | Path], known_bugs_path: str | None = None) -> Report:
         known=tables.known_bugs_seen(findings), trends=tables.trends(data, summary),
         known_source=bugs.source, generated=dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
         root_causes=tables.root_causes(data),
+        census=tables.feature_census(data),
     )
 
 
@@ -218,6 +220,10 @@ def render_html(rep: Report, out: Path) -> str:
                  + _table(rep.rates.assign(rate=rep.rates["rate"].map("{:.1%}".format))
                           if not rep.rates.empty else rep.rates) + "</details>")
 
+    parts.append("<h3>Feature census of the lowered programs</h3>")
+    parts.append(f'<p class="note">{_e(CENSUS_NOTE)}</p>')
+    parts.append(_table(_census_cells(rep.census)))
+
     parts.append("<h3>Error/bound ratios of passing cases</h3>")
     parts.append('<p class="note">worst |actual − reference| / bound per passing case; 1 is '
                  "the bound, 0 bitwise equal. A distribution hugging 1 would mean the bound is "
@@ -310,6 +316,23 @@ def _known_html(rep: Report) -> str:
             + "".join(rows) + "</table>")
 
 
+CENSUS_NOTE = ("share of each target's lowered cases whose program had the feature, read in the "
+               "worker from the scheduled and the lowered program (fuzzharness/execution/census.py); "
+               "the goal features come first, 0 % where none had it")
+
+
+def _census_cells(census: pd.DataFrame) -> pd.DataFrame:
+    """Shares as percentages, the lowered-case counts as integers."""
+    if census.empty:
+        return census
+    out = census.copy().astype(object)
+    for i in out.index:
+        fmt = (lambda v: f"{int(v)}") if i == "lowered cases" else (
+            lambda v: "" if pd.isna(v) else f"{100 * v:.1f} %")
+        out.loc[i] = [fmt(v) for v in census.loc[i]]
+    return out
+
+
 # -- markdown ------------------------------------------------------------------------------------
 def md_table(frame: pd.DataFrame, *, index: bool = False, floats: str = "{:.3g}") -> str:
     if frame is None or frame.empty:
@@ -368,6 +391,9 @@ def render_markdown(rep: Report, html_name: str | None = None, md_path: Path | N
     out.append("\n### Campaigns\n")
     out.append(md_table(rep.summary, floats="{:g}"))
     out.append("\nverdicts: " + ", ".join(f"{k} {v}" for k, v in rep.status.items()) + "\n")
+    if not rep.census.empty:
+        out.append("\n### Feature census (share of each target's lowered cases)\n")
+        out.append(md_table(_census_cells(rep.census), index=True))
     out.append("\n### Closest passing cases to the bound (error/bound, 1 = bound)\n")
     out.append(md_table(rep.ratios, index=True))
     r = rep.rates[rep.rates["cases"] >= 5].head(10) if not rep.rates.empty else rep.rates

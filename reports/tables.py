@@ -333,3 +333,21 @@ def root_causes(data: Campaigns) -> pd.DataFrame:
                      "cases": sum(counts.get((c, b), 0) for c, b in zip(g["campaign"], g["bucket"], strict=True)),
                      "repro": g["path"].dropna().iloc[0] if g["path"].notna().any() else ""})
     return pd.DataFrame(rows, columns=cols).sort_values("cases", ascending=False).reset_index(drop=True)
+def feature_census(data: Campaigns) -> pd.DataFrame:
+    """Feature × target: the share of the target's lowered cases that had the feature
+    (all campaigns together), plus a ``lowered cases`` row; goal features first
+    (:data:`fuzzharness.execution.census.GOALS`), then the rest by name."""
+    from fuzzharness.execution.census import GOALS
+
+    c = data.census
+    if c.empty:
+        return pd.DataFrame()
+    totals = c[c["feature"] == ""].groupby("target")["cases"].sum()
+    feats = c[c["feature"] != ""].groupby(["feature", "target"])["cases"].sum().unstack(
+        "target", fill_value=0)
+    feats = feats.reindex(columns=totals.index, fill_value=0)
+    share = feats.div(totals.replace(0, np.nan), axis=1)
+    share = share.reindex(list(GOALS) + sorted(set(share.index) - set(GOALS)), fill_value=0.0)
+    share.index.name = "feature"
+    lowered = pd.DataFrame([totals.values], index=["lowered cases"], columns=totals.index)
+    return pd.concat([lowered, share])

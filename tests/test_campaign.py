@@ -65,10 +65,18 @@ def test_replay_command_reports_reproduction(campaign_dir):
 
 
 def test_generated_case_equals_the_stored_case(campaign_dir):
-    from fuzzharness.generators.cases import GenSettings, generate_case
+    """With the campaign's stored settings (the default campaign's targets depend on the
+    machine's OpenCL runtimes, so they are stored, not recomputed)."""
+    from fuzzharness.campaign.settings import CampaignSettings
+    from fuzzharness.generators.cases import generate_case
 
-    idx, case_json, *_ = rows(campaign_dir)[7]
-    assert generate_case(4, idx, GenSettings()).to_dict() == json.loads(case_json)
+    con = sqlite3.connect(campaign_dir / "results.sqlite")
+    stored = json.loads(con.execute("SELECT settings FROM campaign").fetchone()[0])
+    con.close()
+    generation = CampaignSettings.from_dict(stored).generation
+    for idx, case_json, *_ in rows(campaign_dir)[5:9]:
+        if case_json is not None:
+            assert generate_case(4, idx, generation).to_dict() == json.loads(case_json)
 
 
 def test_existing_campaign_is_not_overwritten(campaign_dir):

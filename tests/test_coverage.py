@@ -52,8 +52,30 @@ def test_status_shows_one_line_or_the_tables(campaign):
 def test_stored_table_is_recomputed_from_the_results(campaign):
     out, _ = campaign
     stored = table(out, "SELECT * FROM coverage ORDER BY axis, value")
-    rows = table(out, "SELECT status, stage, case_json FROM results")
+    rows = table(out, "SELECT status, stage, case_json, verdict_json FROM results")
     assert stored == coverage.compute(rows) and stored
+
+
+def test_feature_census_is_stored_and_shown(campaign):
+    """Every lowered case carries its census; the coverage table counts it per target."""
+    from fuzzharness.generators.targets import label
+
+    out, stdout = campaign
+    assert "census: features of the lowered programs" in stdout
+    per_target: Counter = Counter()
+    lowered: Counter = Counter()
+    for case_json, verdict_json in table(out, "SELECT case_json, verdict_json FROM results"):
+        if not case_json:
+            continue
+        target = label(json.loads(case_json)["target"])
+        features = json.loads(verdict_json)["details"].get("features")
+        if features is not None:
+            lowered[target] += 1
+            per_target.update(f"{target} {f}" for f in features)
+    assert lowered, "no case of the campaign was lowered"
+    cov = {(a, v): (d, acc) for a, v, d, _, acc, _, _ in table(out, "SELECT * FROM coverage")}
+    assert {t: cov[("census", t)][1] for t in lowered} == dict(lowered)
+    assert {v: d for (a, v), (d, _) in cov.items() if a == "feature"} == dict(per_target)
 
 
 def test_counts_match_the_cases(campaign):

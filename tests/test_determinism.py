@@ -46,14 +46,21 @@ def test_different_seeds_and_indices_give_different_cases():
 def test_disabled_primitive_does_not_shift_earlier_draws():
     # Halide-style feature flags: switching a primitive off keeps the workload, inputs and
     # the steps before its first use unchanged.
-    full = generate_case(5, 3, GenSettings())
+    full = index = None
+    for index in range(3, 40):  # the first case of seed 5 that draws and schedules something
+        try:
+            full = generate_case(5, index, GenSettings())
+        except Exception:  # noqa: BLE001 - TVM failing while the schedule is drawn
+            continue
+        if any(s["outcome"] == "accepted" for s in full.origin["steps"]):
+            break
     steps = full.origin["steps"]
     used = [s["primitive"] for s in steps if s["outcome"] == "accepted"]
-    assert used, "seed 5 / index 3 should schedule something"
+    assert used, "seed 5 should schedule something"
     off = used[-1]
     from fuzzharness.generators.schedules import primitives
 
-    reduced = generate_case(5, 3, GenSettings(primitives=tuple(
+    reduced = generate_case(5, index, GenSettings(primitives=tuple(
         p for p in primitives.names() if p != off)))
     assert reduced.workload == full.workload and reduced.inputs == full.inputs
     first = next(i for i, s in enumerate(steps) if s["primitive"] == off)

@@ -16,8 +16,13 @@ from fuzzharness.generators.workloads import workloads
 
 def test_a_case_parses_its_program_once_and_scheduling_never_mutates_it():
     gen = GenSettings(graph_fraction=0.0)  # single-PrimFunc cases: graph cases parse no TVMScript
-    for i in range(10):
-        case = generate_case(9, i, gen)  # the stream a campaign of seed 9 runs
+    checked = 0
+    for i in range(14):
+        try:
+            case = generate_case(9, i, gen)  # the stream a campaign of seed 9 runs
+        except Exception:  # noqa: BLE001 - TVM failing while the schedule is drawn: no case
+            continue
+        checked += 1
         source = workloads[case.workload_name].source(case.params)
         parse_prim_func.cache_clear()
         sent = []
@@ -32,6 +37,7 @@ def test_a_case_parses_its_program_once_and_scheduling_never_mutates_it():
         # the case the worker reported is the generated case: what is stored is what ran
         (reported,) = [m["case"] for m in sent if "case" in m]
         assert reported == case.to_dict()
+    assert checked >= 8
 
 
 def test_the_parse_shortcut_gives_the_stock_parsers_prim_func_and_its_errors():

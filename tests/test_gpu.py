@@ -258,9 +258,9 @@ def test_campaign_on_the_adreno_target(tmp_path, opencl):
     r = run_cli("run", "--target", "adreno", "--seed", 3, "--max-cases", 6, "--workers", 1,
                 "--no-progress", "--out", out)
     assert r.returncode in (0, 1), r.stderr
-    assert "target opencl" in r.stderr
+    assert "target adreno" in r.stderr
     rows = sqlite3.connect(out / "results.sqlite").execute("SELECT target, status FROM results").fetchall()
-    assert len(rows) == 6 and {t for t, _ in rows} == {"opencl"}
+    assert len(rows) == 6 and {t for t, _ in rows} == {"adreno"}  # the target label
     assert "harness_error" not in {s for _, s in rows}
 
 
@@ -268,3 +268,25 @@ def test_unknown_target_is_a_usage_error(tmp_path):
     r = run_cli("run", "--target", "vulkan", "--max-cases", 1, "--out", tmp_path / "x")
     assert r.returncode == 2 and "unknown target 'vulkan'" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("workload,status", [("test_matmul_off_by_one", Status.WRONG_RESULT),
+                                             ("test_matmul_wrong_reference",
+                                              Status.REFERENCE_MISMATCH)])
+def test_failed_gpu_case_is_cross_checked_on_llvm(opencl, workload, status):
+    """A GPU kernel that fails its bound gets the unscheduled program built for llvm as the
+    cross-check of the reference (it cannot run unscheduled on the GPU target): a wrong
+    kernel stays wrong_result, a wrong reference is reference_mismatch — never a harness
+    error."""
+    from tvm import s_tir
+
+    import tests.plugins.wrong_programs  # noqa: F401  (registers the workloads)
+
+    p = {"M": 6, "N": 8, "K": 12, "dtype": "float32"}
+    wl = workloads[workload]
+    sch = s_tir.Schedule(wl.kernel_prim_func(p, wl.prim_func(p)))
+    i, j, _ = sch.get_loops(sch.get_sblock("C"))
+    sch.bind(i, "blockIdx.x")
+    sch.bind(j, "threadIdx.x")
+    v = execute(_case(workload, p, sch, {"kind": "opencl"})).verdict
+    assert (v.status, v.details.get("baseline")) == (status, "build"), v.line()

@@ -79,7 +79,9 @@ def test_wrong_program_fails_with_verdict_and_case(tmp_path):
     """The acceptance test: differential tests fail on a wrong program, pass on a right one,
     and a failure prints the verdict and a case file that `fuzzharness replay` reproduces."""
     out = tmp_path / "failures"
-    r = run_pytest(tmp_path / "suite", "-m", "differential", "-v", "--fuzz-seed", "11",
+    # seed 14: no off-by-one case of its sample has special-value inputs (an all-nan output
+    # hides any wrong element) or N = 1 (column N-1 is column 0): each one can show the bug
+    r = run_pytest(tmp_path / "suite", "-m", "differential", "-v", "--fuzz-seed", "14",
                    "--fuzz-targets", "llvm", "--fuzz-workloads", "matmul,test_matmul_off_by_one",
                    "--fuzz-dtypes", "float32,float16-acc32", "--fuzz-cases", "8",
                    "--fuzz-out", out, plugins=WRONG)
@@ -92,11 +94,11 @@ def test_wrong_program_fails_with_verdict_and_case(tmp_path):
     assert len(wrong) == 4 and set(wrong.values()) <= {"FAILED", "SKIPPED"}, got
     assert list(wrong.values()).count("FAILED") >= 2, got
     assert len(right) == 4 and "PASSED" in right.values(), got
-    assert "fuzzharness: seed 11: 8 differential cases run" in text
+    assert "fuzzharness: seed 14: 8 differential cases run" in text
 
     # the printed verdict: status, stage, ratio > 1, worst element, the case file
     blocks = re.findall(r"wrong_result at stage verify: test_matmul_off_by_one (\S+) on llvm, "
-                        r"seed 11 index (\d+)\n  error/bound ratio (\S+) \(> 1 fails\), worst "
+                        r"seed 14 index (\d+)\n  error/bound ratio (\S+) \(> 1 fails\), worst "
                         r"element C\[\d+, \d+\].*?\n  case JSON: (\S+)\n  replay: fuzzharness "
                         r"replay (\S+)", text, re.S)
     assert blocks, text
@@ -104,14 +106,14 @@ def test_wrong_program_fails_with_verdict_and_case(tmp_path):
     assert float(ratio) > 1 and case_path == replay_path
     case = json.loads(Path(case_path).read_text())
     assert case["workload"]["name"] == "test_matmul_off_by_one"
-    assert Path(case_path).parent.parent == out / "seed-11"
+    assert Path(case_path).parent.parent == out / "seed-14"
 
     # case i of the sample is generate_case(seed, i, settings for its combination): the seed
     # given back regenerates it
     import tests.plugins.wrong_programs  # noqa: F401
     from fuzzharness.generators.cases import GenSettings, generate_case
 
-    regenerated = generate_case(11, int(index), GenSettings(
+    regenerated = generate_case(14, int(index), GenSettings(
         workloads=("test_matmul_off_by_one",), dtypes=(dtype,), target={"kind": "llvm"}))
     assert regenerated.id == case["id"]
 

@@ -37,7 +37,8 @@ def campaigns(tmp_path_factory):
                                 (5, 6, "row_sum,test_matmul_off_by_one", no_steps)]:
         d = base / f"nightly-{seed}"
         r = run_cli("run", "--seed", seed, "--max-cases", n, "--workers", 2, "--workloads", wls,
-                    "--dtypes", "float32,float16", "--out", d, "--no-progress", *extra, env=env)
+                    "--dtypes", "float32,float16", "--out", d, "--no-progress", "--target",
+                    "llvm", *extra, env=env)
         assert r.returncode in (0, 1), r.stderr
         dirs.append(d)
     return dirs
@@ -66,9 +67,10 @@ def test_tables_agree_with_the_database(campaigns):
     m = tables.verdict_matrix(data)
     assert m["cases"].sum() == total
     for d in campaigns:
-        for wl, dtype, status, n in db_rows(d, "SELECT workload, dtype, status, COUNT(*) FROM "
-                                               "results WHERE workload IS NOT NULL GROUP BY 1, 2, 3"):
-            assert m.loc[(wl, dtype, "llvm"), status] >= n
+        for wl, dtype, target, status, n in db_rows(
+                d, "SELECT workload, dtype, target, status, COUNT(*) FROM results "
+                   "WHERE workload IS NOT NULL GROUP BY 1, 2, 3, 4"):
+            assert m.loc[(wl, dtype, target), status] >= n
     # (an fp16-accumulated off-by-one can hide under the a-priori bound at large K: ≥ 1, not all)
     assert m.loc["test_matmul_off_by_one", "findings"].sum() >= 1
 
@@ -104,6 +106,22 @@ def test_tables_agree_with_the_database(campaigns):
     assert len(shared) >= 1 and (shared["count"] >= 2).all()
     assert (b[b["title"].str.contains("test_matmul_off_by_one")]["known"] == "new").all()
 
+    # the feature census: lowered cases per target and shares, from the coverage tables
+    census = tables.feature_census(data)
+    lowered: dict[str, int] = {}
+    for d in campaigns:
+        for target, n in db_rows(d, "SELECT value, accepted FROM coverage WHERE axis = 'census'"):
+            lowered[target] = lowered.get(target, 0) + n
+    assert {t: int(census.loc["lowered cases", t]) for t in census.columns} == lowered
+    with_feature: dict[tuple[str, str], int] = {}
+    for d in campaigns:
+        for value, n in db_rows(d, "SELECT value, drawn FROM coverage WHERE axis = 'feature'"):
+            target, feature = value.split(" ", 1)
+            with_feature[(feature, target)] = with_feature.get((feature, target), 0) + n
+    assert with_feature
+    for (feature, target), n in with_feature.items():
+        assert census.loc[feature, target] == pytest.approx(n / lowered[target])
+
 
 def test_html_and_markdown(campaigns, tmp_path):
     before = [fingerprint(d) for d in campaigns]
@@ -131,6 +149,7 @@ def test_html_and_markdown(campaigns, tmp_path):
     assert set(STATUS_COLORS) == {s.value for s in Status}
     assert ".b{display:inline-block;white-space:nowrap" in page
     assert "(case not recorded)" not in page and "(no schedule step)" not in page
+    assert "Feature census of the lowered programs" in page
     md = (tmp_path / "site" / "report.md").read_text()
     total = sum(db_rows(d, "SELECT COUNT(*) FROM results")[0][0] for d in campaigns)
     assert md.startswith("## tvm-fuzzharness: ") and f", {total} cases," in md.splitlines()[0]
@@ -142,6 +161,7 @@ def test_html_and_markdown(campaigns, tmp_path):
     assert dict((k, int(v)) for k, v in re.findall(r"(\w+) (\d+)", line)) == status
     assert md.index("### New findings") < md.index("### Trends") < md.index("### Campaigns")
     assert "Full report with plots: `report.html`" in md
+    assert "### Feature census" in md and "| lowered cases |" in md
 
 
 def test_known_bugs_and_repro_links(campaigns, tmp_path):

@@ -102,7 +102,7 @@ def chaos_seed() -> tuple[int, list[Case]]:
 def campaign(out, seed, *extra, env=None):
     return run_cli("run", "--seed", seed, "--max-cases", N_CASES, "--workers", 2,
                    "--workloads", ",".join(WORKLOADS), "--primitives", PRIMITIVES,
-                   "--max-steps", 4, "--no-progress", "--out", out, *extra,
+                   "--max-steps", 4, "--no-progress", "--target", "llvm", "--out", out, *extra,
                    env=env or env_with(FUZZHARNESS_PLUGINS=PLUGIN))
 
 

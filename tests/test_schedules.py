@@ -198,7 +198,7 @@ def test_both_sources_replay_equal_with_their_sampling_decisions():
 
     settings = GenSettings(metaschedule_fraction=0.5, max_steps=10)
     sampled = Counter()
-    for i in range(24):
+    for i in range(28):  # (seed 7: index 24 is the first random schedule with a Sample*)
         wl = WORKLOADS[i % len(WORKLOADS)]
         data = draws.for_case(7, i, "replay")
         func = workloads[wl].prim_func(workloads[wl].draw_params(data, GenOptions(max_reduction=64)))

@@ -158,8 +158,10 @@ def kernel_arg_types(device_mods: dict) -> dict[str, list[KernelArgType]]:
 
 def param_specs(func) -> list[ParamSpec]:
     """The PrimFunc's parameters as the caller passes them (before lowering)."""
+    from fuzzharness.core.tvm_compat import param_buffers
+
     return [ParamSpec(str(p.name), str(p.dtype), [int(s) for s in p.shape], str(p.scope()))
-            for p in func.params]
+            for p in param_buffers(func)]
 
 
 class _HostInterpreter:

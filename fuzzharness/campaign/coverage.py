@@ -21,6 +21,9 @@ Axes and what the columns count:
                without any), ``graph_op`` (each operator of a graph case): cases;
                ``drawn`` = ``proposed`` = generated, ``accepted`` = schedule not rejected
 
+``census``, ``feature``  the feature census of the lowered programs, per target
+               (:mod:`fuzzharness.census_table`)
+
 ``compiled``: the case got past lowering, code generation and build (its verdict's stage is
 ``run``, ``verify`` or ``done``).  ``verdict``: the oracle judged it (pass, inconclusive,
 wrong result, nan/inf, order-preserving divergence).  Cases whose generation itself failed
@@ -34,6 +37,8 @@ import json
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable
+
+from fuzzharness.campaign import census_table
 
 TABLE = """
 CREATE TABLE IF NOT EXISTS coverage(
@@ -56,8 +61,9 @@ GENERATION_FAILED = "(generation failed)"
 Row = tuple[str, str, int, int, int, int, int]
 
 
-def compute(rows: Iterable[tuple[str, str, str | None]]) -> list[Row]:
-    """Coverage rows from ``(status, stage, case_json)`` result rows, sorted by axis, value."""
+def compute(rows: Iterable[tuple]) -> list[Row]:
+    """Coverage rows from ``(status, stage, case_json[, verdict_json])`` result rows, sorted
+    by axis, value (the verdict, when given, adds the feature census: census_table.py)."""
     counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
 
     def add(axis: str, value: str, *deltas: int) -> None:
@@ -65,7 +71,7 @@ def compute(rows: Iterable[tuple[str, str, str | None]]) -> list[Row]:
         for i, d in enumerate(deltas):
             c[i] += d
 
-    for status, stage, case_json in rows:
+    for status, stage, case_json, *verdict_json in rows:
         if not case_json:
             add("source", GENERATION_FAILED, 1, 1, 0, 0, 0)
             continue
@@ -94,12 +100,14 @@ def compute(rows: Iterable[tuple[str, str, str | None]]) -> list[Row]:
                     used.add(("call", call))
         for axis, value in used:
             add(axis, value, 0, 0, 0, compiled, judged)
+        for axis, value, lowered in census_table.rows(case, (verdict_json or [None])[0]):
+            add(axis, value, 1, 1, int(lowered), compiled * lowered, judged * lowered)
     return sorted((axis, value, *c) for (axis, value), c in counts.items())
 
 
 def store(conn: sqlite3.Connection) -> list[Row]:
     """Recompute the coverage table of the campaign database behind ``conn``; return it."""
-    rows = compute(conn.execute("SELECT status, stage, case_json FROM results"))
+    rows = compute(conn.execute("SELECT status, stage, case_json, verdict_json FROM results"))
     with conn:
         conn.execute(TABLE)
         conn.execute("DELETE FROM coverage")
@@ -139,6 +147,7 @@ def format_table(rows: list[Row], *, calls_per_line: int = 4) -> str:
             cells = [f"{v} {d}/{a}/{c}/{j}" for _, v, d, _, a, c, j in by_axis[axis]]
             for i in range(0, len(cells), 3):
                 lines.append("  " + ", ".join(cells[i:i + 3]))
+    lines += census_table.format_lines(rows)
     return "\n".join(lines)
 
 

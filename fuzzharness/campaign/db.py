@@ -69,6 +69,7 @@ from fuzzharness.buckets.signatures import Signature, signature
 from fuzzharness.core.errors import UsageError
 from fuzzharness.core.storage import check_writable_dir, connect_readonly, integrity_problem
 from fuzzharness.core.verdict import Verdict
+from fuzzharness.generators.targets import label
 
 if TYPE_CHECKING:
     from fuzzharness.buckets.signatures import Signature
@@ -376,7 +377,7 @@ class ResultsDB:
                 f"INSERT OR IGNORE INTO results VALUES ({','.join('?' * RESULT_COLUMNS)})",
                 (
                     idx, case.get("id"), wl.get("name"), (case.get("origin") or {}).get("dtype"),
-                    (case.get("target") or {}).get("kind"),
+                    label(case["target"]) if case.get("target") else None,  # adreno, not opencl
                     verdict.status.value, verdict.stage.value, _finite(verdict.ratio),
                     _finite(verdict.worst_error), verdict.digest, elapsed, now, worker,
                     self.session, json.dumps(case, sort_keys=True) if case else None,

@@ -61,6 +61,7 @@ from fuzzharness.campaign.lanes import Lanes
 from fuzzharness.campaign.minimize_buckets import after_campaign
 from fuzzharness.campaign.progress import Progress
 from fuzzharness.campaign.settings import RESUMABLE, CampaignSettings, SettingsError
+from fuzzharness.core import interpreter
 from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_HARNESS, EXIT_OK
 from fuzzharness.core.tvm_support import versions
 from fuzzharness.core.verdict import Status
@@ -117,6 +118,9 @@ class CampaignSummary:
     buckets: list[BucketReport]  # the whole campaign
     known_source: str = ""
     recycled: int = 0
+    #: TVM versions the workers reported that differ from the campaign's recorded one (a
+    #: misconfigured --tvm-python environment would otherwise go unnoticed)
+    foreign_tvm: list[str] = dataclasses.field(default_factory=list)
     coverage: list[tuple] = dataclasses.field(default_factory=list)  # engine/coverage.py rows
     confirmations: dict[str, int] = dataclasses.field(default_factory=dict)  # outcome → count
     minimized: str = ""  # the report of the minimization of new buckets (fuzzharness.minimize)
@@ -216,7 +220,9 @@ class Campaign:
             self.seed = self.settings.seed if self.settings.seed is not None else random.randrange(2**31)
             self.settings.seed = self.seed
 
-            self.versions = versions()
+            # the TVM under test is the workers' (fuzzharness/core/interpreter.py)
+            self.versions = (interpreter.versions_of(self.settings.tvm_python)
+                             if self.settings.tvm_python else versions())
             self.db.create_campaign(self.seed, self.settings.to_dict(), self.versions)
         if resume:
             try:
@@ -331,6 +337,7 @@ class Campaign:
         summary.interrupted = interrupted
         summary.strict_order = s.strict_order
         summary.coverage = coverage.store(self.db.conn)
+        summary.foreign_tvm = sorted(getattr(executor, "tvm_versions", set()) - {tvm_version})
         summary.root_causes = self.db.root_causes()
         self.db.close()
         if minimized is not None:
@@ -403,10 +410,13 @@ class Campaign:
         workers as $FUZZHARNESS_RPC, and only from the settings (a stray variable in the
         driver's environment must not send a local campaign's kernels elsewhere)."""
         s = self.settings
-        env = {k: v for k, v in os.environ.items() if k != RPC_ENV}
+        env = {k: v for k, v in os.environ.items()
+               if k not in (RPC_ENV, interpreter.WORKER_PYTHON_ENV)}
         device = s.remote_device()
         if device is not None:
             env[RPC_ENV] = json.dumps(device.to_dict())
+        if s.tvm_python:
+            env[interpreter.WORKER_PYTHON_ENV] = s.tvm_python
         return ExecutorConfig(workers=s.workers, timeout=s.timeout, memory_mb=s.memory_mb,
                               log_dir=self.out / "logs", env=env, hygiene=s.hygiene,
                               options={"ray_address": s.ray_address})
@@ -513,6 +523,9 @@ def format_summary(s: CampaignSummary, *, limit: int = 15, coverage_table: bool 
         lines.append(coverage.format_table(s.coverage))
     elif s.coverage:
         lines.append(coverage.one_line(s.coverage) + f" (all of it: fuzzharness status {s.out} --coverage)")
+    if s.foreign_tvm:
+        lines.append(f"WARNING: workers ran TVM {', '.join(s.foreign_tvm)}, not the TVM the "
+                     "campaign records (check --tvm-python and PYTHONPATH)")
     if s.minimized:
         lines.append(s.minimized)
     if s.root_causes:

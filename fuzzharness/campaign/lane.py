@@ -153,6 +153,8 @@ def bucket_job(job: dict[str, Any], pool=None, say=None) -> tuple[BucketRepro, d
     ``verify_times``, ``triage``.
     """
     settings = CampaignSettings.from_dict(job["settings"])
+    # the example's own target when the campaign mixes targets (generators/targets.py)
+    settings.generation = settings.generation.at(job["seed"], job["example"]["idx"])
     target = Signature.from_dict(job["target"])
     say = say or (lambda msg: None)
     res = BucketRepro(job["key"], job["title"], job["count"], "failed")

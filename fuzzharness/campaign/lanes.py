@@ -35,7 +35,6 @@ import json
 import os
 import queue
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -44,6 +43,7 @@ from typing import Any
 
 from fuzzharness.buckets.root_causes import minimize_order
 from fuzzharness.campaign.db import ResultsDB
+from fuzzharness.core import interpreter
 from fuzzharness.engine.executor import TaskResult
 from fuzzharness.engine.worker_deaths import signal_name
 from fuzzharness.minimize.report import BucketRepro
@@ -306,9 +306,12 @@ class Lanes:
             log = open(self.log_dir / f"lane-{lane_id}.log", "ab")  # noqa: SIM115 - the child's
         else:
             log = open(os.devnull, "ab")  # noqa: SIM115
-        env = dict(os.environ if self.env is None else self.env)
+        # under the campaign's --tvm-python, if any: repro checks and triage run against the
+        # TVM the failure was found with (fuzzharness/core/interpreter.py)
+        python, env = interpreter.command_env(
+            interpreter.campaign_env(self._base["settings"]) if self.env is None else self.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        proc = subprocess.Popen([sys.executable, "-m", "fuzzharness.campaign.lane",
+        proc = subprocess.Popen([python, "-m", "fuzzharness.campaign.lane",
                                  "--parent-pid", str(os.getpid())],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                 env=env, start_new_session=True)

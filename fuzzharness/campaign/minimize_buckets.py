@@ -32,6 +32,7 @@ from fuzzharness.buckets.signatures import Signature
 from fuzzharness.campaign.db import ResultsDB
 from fuzzharness.campaign.lanes import Lanes
 from fuzzharness.campaign.settings import CampaignSettings
+from fuzzharness.core import interpreter
 from fuzzharness.engine.executor import IDLE, Task
 from fuzzharness.engine.pool import WorkerPool
 from fuzzharness.minimize.minimizer import DEFAULT_BUDGET
@@ -127,7 +128,8 @@ def minimize_campaign(out: str | Path, *, which: str = "new", keys: list[str] | 
         for b in todo:
             lane_set.offer(b["key"], probably_known=b["key"] in probable)
         pool = WorkerPool(n, timeout=settings.timeout, memory_mb=settings.memory_mb,
-                          log_dir=out / "logs" / "minimize")
+                          log_dir=out / "logs" / "minimize",
+                          env=interpreter.campaign_env(settings.to_dict()))
         try:
             for r in pool.run(lane_tasks(lane_set, n), wakeup_fd=lane_set.wakeup_fd,
                               abandon_at=0.0):

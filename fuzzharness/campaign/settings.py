@@ -17,6 +17,7 @@ A TOML file has two optional tables whose keys are the field names below::
     confirm = true           # re-run every finding alone in a fresh worker before it counts
     hygiene = true           # glibc malloc checks + guard zones in every worker
     strict_order = false     # order_preserving_divergence notes fail the campaign too
+    tvm_python = ""          # workers run this interpreter and its TVM ("" = this one)
 
     [generation]
     workloads = ["matmul"]   # default: all
@@ -31,6 +32,8 @@ A TOML file has two optional tables whose keys are the field names below::
     option_fraction = 0.5         # cases with drawn mcpu / PassContext options
     known_bug_sites = false       # also propose where TVM is known to fail
     graph_fraction = 0.2          # whole-graph (Relax) cases among unnamed workloads
+    targets = [{ kind = "llvm" }, { kind = "opencl", device = "adreno" }]  # a target mix
+    target_shares = [0.8, 0.2]    # (generators/targets.py); default: equal shares
 
 Every key is checked: an unknown key, a wrong type or an unknown workload/primitive/dtype/
 target/executor name is a :class:`SettingsError` (one line, exit code 2 at the CLI).
@@ -49,6 +52,7 @@ from typing import Any
 
 from fuzzharness.backends import backends
 from fuzzharness.backends.rpc import RemoteDevice, unsupported
+from fuzzharness.core.interpreter import check_interpreter, no_tvm_here
 from fuzzharness.engine.executor import default_workers, executors
 from fuzzharness.engine.ray_executor import unavailable
 from fuzzharness.generators.cases import GenSettings
@@ -86,6 +90,12 @@ class CampaignSettings:
     confirm: bool = True
     hygiene: bool = True
     generation: GenSettings = dataclasses.field(default_factory=GenSettings)
+    #: the interpreter the workers run (and the TVM it imports); "" = this one.  Not
+    #: resumable: the campaign's verdicts and stored versions are that TVM's.
+    tvm_python: str = ""
+    #: why the campaign runs the targets it runs (the default mix is decided by this machine's
+    #: OpenCL runtimes; generators/targets.py), printed in the header
+    target_note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -121,9 +131,15 @@ class CampaignSettings:
         except (KeyError, ValueError) as e:
             raise SettingsError(str(e)) from None
         if self.executor == "ray":
-
             if why := unavailable():
                 raise SettingsError(why)
+        if self.tvm_python:
+            try:
+                self.tvm_python = check_interpreter(self.tvm_python)
+            except ValueError as e:
+                raise SettingsError(f"tvm_python: {e}") from None
+        elif why := no_tvm_here():
+            raise SettingsError(why)
         self._validate_target()
         return self
 
@@ -138,8 +154,11 @@ class CampaignSettings:
             raise SettingsError(str(e)) from None
 
     def _validate_target(self) -> None:
+        for target in (self.generation.target, *(self.generation.targets or ())):
+            self._validate_one_target(target)
 
-        target = self.generation.target
+    def _validate_one_target(self, target) -> None:
+
         if not isinstance(target, dict) or not isinstance(target.get("kind"), str):
             raise SettingsError("target must be a table with a 'kind', e.g. { kind = \"llvm\" }")
         try:
@@ -159,12 +178,14 @@ class CampaignSettings:
 
 _CAMPAIGN_TYPES = {"seed": int, "time_budget": (int, float), "max_cases": int, "workers": int,
                    "timeout": (int, float), "memory_mb": int, "executor": str, "known_bugs": str,
-                   "ray_address": str, "rpc": dict, "confirm": bool, "hygiene": bool}
+                   "ray_address": str, "rpc": dict, "confirm": bool, "hygiene": bool,
+                   "strict_order": bool, "tvm_python": str}
 _GEN_TYPES = {"workloads": list, "dtypes": list, "primitives": list, "max_steps": int,
               "max_reduction": int, "exact_fraction": (int, float),
               "special_fraction": (int, float), "target": dict,
               "metaschedule_fraction": (int, float), "option_fraction": (int, float),
-              "known_bug_sites": bool, "graph_fraction": (int, float)}
+              "known_bug_sites": bool, "graph_fraction": (int, float),
+              "targets": list, "target_shares": list}
 
 
 def _checked(table: dict[str, Any], types: dict[str, Any], where: str) -> dict[str, Any]:

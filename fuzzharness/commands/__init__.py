@@ -3,7 +3,18 @@ and may have interrupted_hint(args): what the one line after a Ctrl-C says to do
 
 from __future__ import annotations
 
-from fuzzharness.commands import config, corpus, known, minimize, replay, report, repro, run, status
+from fuzzharness.commands import (
+    config,
+    corpus,
+    known,
+    minimize,
+    releases,
+    replay,
+    report,
+    repro,
+    run,
+    status,
+)
 from fuzzharness.commands import list as list_
 from fuzzharness.core.registry import Registry
 
@@ -16,5 +27,6 @@ commands.add("repro", repro)
 commands.add("report", report)
 commands.add("corpus", corpus)
 commands.add("known", known)
+commands.add("releases", releases)
 commands.add("list", list_)
 commands.add("config", config)

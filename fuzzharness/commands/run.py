@@ -48,7 +48,7 @@ HELP = "run a fuzz campaign"
 MINIMIZE_BUDGET = 120.0
 MINIMIZE_BUDGET_ENV = "FUZZHARNESS_MINIMIZE_BUDGET"
 _GENERATION_FLAGS = ("workloads", "dtypes", "primitives", "max_steps", "target", "seed",
-                     "config", "graph_fraction")
+                     "config", "graph_fraction")  # --tvm-python may change: see settings.py
 
 
 def add_arguments(p) -> None:
@@ -99,10 +99,17 @@ def add_arguments(p) -> None:
                    help="share of whole-graph (Relax) cases when the workloads are not named "
                         "(default 0.2; 0 = single-PrimFunc cases only; --workloads graph: "
                         "graphs only)")
-    p.add_argument("--target", metavar="NAME|JSON",
-                   help="target preset: llvm (default), cuda (nvcc compile; runs on a GPU host), "
+    p.add_argument("--target", metavar="NAME[,NAME...]|JSON",
+                   help="target preset: llvm, cuda (nvcc compile; runs on a GPU host), "
                         "opencl or adreno (run by pyopencl on an OpenCL CPU runtime); "
-                        "or a JSON target dict")
+                        "or a JSON target dict; several names (llvm,opencl,adreno) mix them "
+                        "in one campaign, in equal shares.  Default: llvm, plus OpenCL and "
+                        "Adreno texture cases when an OpenCL runtime is found (the header "
+                        "says which targets run and why)")
+    p.add_argument("--tvm-python", metavar="PATH",
+                   help="run the workers under this Python interpreter and the TVM it imports "
+                        "(a source build, a nightly, an older release; it needs numpy, "
+                        "ml_dtypes and hypothesis; the harness comes from this checkout)")
     p.add_argument("--no-confirm", dest="confirm", action="store_false", default=None,
                    help="count failures as findings without re-running them alone in a fresh "
                         "worker first (faster; a failure caused by an earlier case then counts)")
@@ -152,6 +159,18 @@ def _target(text: str | None) -> dict | None:
                      "another registered backend kind, or a JSON target dict")
 
 
+def _targets(text: str | None) -> list[dict] | None:
+    """``--target a,b,c`` → a target mix (None: one target or none named)."""
+    from fuzzharness.generators import targets
+
+    if text is None or text.lstrip().startswith("{") or "," not in text:
+        return None
+    try:
+        return targets.parse(text)
+    except ValueError as e:
+        raise UsageError(f"--target: {e}") from None
+
+
 def _run_overrides(args) -> dict:
     """Flags about how long and how the campaign runs (allowed on resume)."""
     over = {"time_budget": args.time_budget, "max_cases": args.max_cases,
@@ -159,7 +178,7 @@ def _run_overrides(args) -> dict:
             "executor": args.executor, "ray_address": args.ray_address,
             "known_bugs": str(args.known_bugs.resolve()) if args.known_bugs else None,
             "rpc": _rpc(args), "confirm": args.confirm, "hygiene": args.hygiene,
-            "strict_order": args.strict_order}
+            "strict_order": args.strict_order, "tvm_python": args.tvm_python}
     return {k: v for k, v in over.items() if v is not None}
 
 
@@ -174,10 +193,10 @@ def settings_from_args(args):
     """The settings of a new campaign: defaults < --config FILE < flags (not validated)."""
     from fuzzharness.campaign.settings import CampaignSettings, read_toml
 
-    s, toml_keys = CampaignSettings(), set()
+    s, toml_keys, toml_gen = CampaignSettings(), set(), {}
     if args.config:
         camp, gen = read_toml(args.config)
-        toml_keys = set(camp)
+        toml_keys, toml_gen = set(camp), gen
         s = dataclasses.replace(s, **camp)
         s = dataclasses.replace(s, generation=dataclasses.replace(s.generation, **gen))
     over = _run_overrides(args)
@@ -186,13 +205,37 @@ def settings_from_args(args):
     if args.max_cases and args.time_budget is None and "time_budget" not in toml_keys:
         over["time_budget"] = 0.0  # --max-cases alone means "run exactly N"
     s = dataclasses.replace(s, **over)
+    mix = _targets(args.target)
     gen = {k: v for k, v in {
         "workloads": name_list("--workloads", args.workloads),
         "dtypes": name_list("--dtypes", args.dtypes),
         "primitives": name_list("--primitives", args.primitives), "max_steps": args.max_steps,
-        "target": _target(args.target), "graph_fraction": args.graph_fraction,
+        "target": mix[0] if mix else _target(args.target), "graph_fraction": args.graph_fraction,
+        "targets": tuple(mix) if mix else None,
     }.items() if v is not None}
-    return dataclasses.replace(s, generation=dataclasses.replace(s.generation, **gen))
+    s = dataclasses.replace(s, generation=dataclasses.replace(s.generation, **gen))
+    named = args.target is not None or ({"target", "targets"} & set(toml_gen))
+    return s if named else default_mix(s)
+
+
+def default_mix(s):
+    """The default campaign's targets (generators/targets.py): llvm, plus OpenCL and Adreno
+    when an OpenCL runtime can run them here; the reason goes to the campaign header."""
+    from fuzzharness.generators import targets
+
+    if s.rpc:
+        s.target_note = "llvm only: kernels run on a remote device (--rpc-*)"
+        return s
+    if s.tvm_python:
+        s.target_note = "llvm only: workers run under --tvm-python (name --target to mix)"
+        return s
+    mix, shares, why = targets.default_targets()
+    s.target_note = why
+    if len(mix) == 1:
+        return s
+    return dataclasses.replace(s, generation=dataclasses.replace(
+        s.generation, target=mix[0], targets=tuple(mix), target_shares=tuple(shares)),
+        target_note=why)
 
 
 def resume_overrides(args) -> dict:
@@ -251,6 +294,19 @@ def minimize_budget(args) -> float:
         if not math.isfinite(budget) or budget < 0:
             raise UsageError(f"${MINIMIZE_BUDGET_ENV}={text!r} is not a number of seconds ≥ 0")
     return 0.0 if args.no_minimize else budget
+
+
+def describe_targets(s) -> str:
+    """``target llvm`` or ``targets llvm 70 %, opencl 10 %, adreno 20 %``."""
+    from fuzzharness.generators.targets import label
+
+    gen = s.generation
+    if not gen.targets:
+        return f"target {label(gen.target)}"
+    shares = gen.target_shares or [1.0] * len(gen.targets)
+    total = sum(shares)
+    return "targets " + ", ".join(f"{label(t)} {round(100 * w / total)} %"
+                                  for t, w in zip(gen.targets, shares, strict=True))
 
 
 def main(args, argv) -> int:
@@ -318,7 +374,14 @@ def header(campaign) -> str:
     where = f" on {device.describe()}" if device is not None else ""
     executor = s.executor + (f" at {s.ray_address}" if s.executor == "ray" and s.ray_address else "")
     workers = f"{s.workers} worker{'s' if s.workers != 1 else ''}"
-    return (f"fuzzharness: seed {campaign.seed}, {workers} ({executor}), "
-            f"{' or '.join(limit)}, target {s.generation.target.get('kind')}{where}, "
-            f"{len(campaign.known)} known bugs, {mini}, out {campaign.out}")
+    lines = [f"fuzzharness: seed {campaign.seed}, {workers} ({executor}), "
+             f"{' or '.join(limit)}, {describe_targets(s)}{where}, "
+             f"{len(campaign.known)} known bugs, {mini}, out {campaign.out}"]
+    if s.target_note:
+        lines.append(f"fuzzharness: targets: {s.target_note}")
+    if s.tvm_python:
+        v = campaign.versions
+        lines.append(f"fuzzharness: workers run {s.tvm_python}: TVM {v.get('tvm')}, tvm-ffi "
+                     f"{v.get('tvm_ffi')}, LLVM {v.get('llvm')}")
+    return "\n".join(lines)
 

@@ -38,12 +38,12 @@ import os
 import selectors
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from fuzzharness.core import interpreter
 from fuzzharness.core.errors import UsageError
 from fuzzharness.core.hygiene import hygiene_env
 from fuzzharness.core.verdict import Stage, Verdict
@@ -111,6 +111,7 @@ class WorkerPool(Executor):
         self._added: collections.deque[Task] = collections.deque()  # see add()
         self.restarts = 0  # replaced after a crash, a timeout or an unexpected exit
         self.recycled = 0  # retired themselves (memory high-water mark) and were replaced
+        self.tvm_versions: set[str] = set()  # what the workers' "ready" said they import
         self._sel = selectors.DefaultSelector()
         self._workers: dict[int, _Worker] = {}
         self._start_failures = 0
@@ -129,10 +130,12 @@ class WorkerPool(Executor):
         else:
             log_path = Path(os.devnull)
         log = open(log_path, "ab")  # noqa: SIM115 - owned by the child
-        cmd = [sys.executable, "-m", "fuzzharness.engine.worker",
+        # $FUZZHARNESS_WORKER_PYTHON: another interpreter and its TVM (core/interpreter.py)
+        python, env = interpreter.command_env(self.env)
+        cmd = [python, "-m", "fuzzharness.engine.worker",
                "--memory-mb", str(self.memory_mb), "--parent-pid", str(os.getpid()),
                *(["--fresh"] if fresh else [])]
-        env = hygiene_env(os.environ if self.env is None else self.env, enabled=self.hygiene)
+        env = hygiene_env(env, enabled=self.hygiene)
         env.setdefault("PYTHONUNBUFFERED", "1")
         proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
@@ -335,6 +338,7 @@ class WorkerPool(Executor):
                 return self._protocol_error(w, f"{e}: {bytes(line)[:200]!r}")
             if "ready" in msg:
                 w.ready, w.started = True, 0.0
+                self.tvm_versions.add(str(msg.get("tvm", "?")))
                 self._start_failures = 0
             elif "bye" in msg:
                 w.retiring = True

@@ -102,7 +102,11 @@ def main(argv: list[str] | None = None) -> int:
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
     try:
-        import tvm  # noqa: F401  (the one expensive import, done before the first task)
+        import tvm  # the one expensive import, done before the first task
+
+        from fuzzharness.core import tvm_compat
+
+        tvm_compat.install()  # another TVM release under --tvm-python: its spellings of IR names
 
         import fuzzharness.execution.stages  # noqa: F401
         import fuzzharness.generators.cases  # noqa: F401
@@ -142,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     from fuzzharness.core import warmup
 
     warmup.set_notifier(on_setup)
-    send({"ready": os.getpid()})
+    send({"ready": os.getpid(), "tvm": tvm.__version__})  # the TVM this worker runs
 
     def serve(task) -> None:
         current[0] = task.get("task")

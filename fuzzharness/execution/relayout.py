@@ -99,7 +99,9 @@ def param_layouts(func, trace_json: Any) -> dict[str, Layout]:
     positions = [p for p, inst in enumerate(insts) if inst[0] == "TransformLayout"]
     if not positions:
         return {}
-    shapes = {str(p.name): tuple(int(s) for s in p.shape) for p in func.params}
+    from fuzzharness.core.tvm_compat import param_buffers
+
+    shapes = {str(p.name): tuple(int(s) for s in p.shape) for p in param_buffers(func)}
     layouts: dict[str, Layout] = {}
 
     def prefix(n: int):

@@ -106,6 +106,7 @@ class Execution:
         self.on_stage = on_stage
         self.baseline_policy = baseline
         self.timings: dict[str, float] = {}
+        self.features: list[str] | None = None  # fuzzharness.execution.census, once lowered
 
     def run(self) -> CaseRun:
         result = CaseRun(Verdict(Status.HARNESS_ERROR, Stage.GENERATE))
@@ -113,6 +114,8 @@ class Execution:
             kind_of(self.case).run(self, result)
         except StageFailed as failed:
             result.verdict = failed.verdict
+        if self.features is not None:  # the census goes with every verdict reached after lowering
+            result.verdict.details["features"] = self.features
         return result
 
     @contextmanager

@@ -37,6 +37,8 @@ from hypothesis import strategies as st
 from fuzzharness.core import warmup
 from fuzzharness.core.registry import Registry
 from fuzzharness.core.tvm_support import is_schedule_error
+from fuzzharness.generators.steering import weighted
+from fuzzharness.generators.targets import label
 
 
 @dataclasses.dataclass
@@ -108,7 +110,8 @@ def gpu_schedule(func, data: Any, target: dict[str, Any], enabled: tuple[str, ..
         # dlight's and MetaSchedule's tensor-core schedules name TVM's registered intrinsics
 
         warmup.tensor_intrinsics()  # wmma/mma intrinsics are registered by name
-    name = data.draw(st.sampled_from(styles.names()))
+    # steered per target (generators/steering.py: on Adreno the style that lowers textures)
+    name = data.draw(st.sampled_from(weighted("gpu_style", styles.names(), label(target))))
     if (enabled is not None and name not in enabled) or not styles[name].applies(func, gt):
         name = "dlight"
     try:

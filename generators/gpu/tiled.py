@@ -119,9 +119,13 @@ class Tiled(Style):
         for i in reads:
             if not d(st.booleans()):
                 continue
+            backup = sch.copy()  # the same random variables, kept by the copy
             cr = sch.cache_read(blk, i, "shared")
             sch.compute_at(cr, outer)
             copy = sch.get_loops(cr)[depth:]
+            if not copy:  # one element per iteration: no loop to fetch cooperatively
+                sch = backup
+                continue
             fused = sch.fuse(*copy) if len(copy) > 1 else copy[0]
             vec = d(st.sampled_from([1, 1, 2, 4]))
             _, ct, cv = sch.split(fused, [None, threads, vec])

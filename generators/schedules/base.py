@@ -243,8 +243,11 @@ def register(cls: type[Primitive]) -> type[Primitive]:
 
 
 def menu() -> list[str]:
-    """The step draw: every registered name, sorted, repeated ``weight`` times."""
-    return [n for n, p in primitives.items() for _ in range(p.weight)]
+    """The step draw: every registered name, sorted, repeated ``weight`` times (steered:
+    :mod:`generators.steering` raises what the feature census finds rare)."""
+    from fuzzharness.generators.steering import primitive_weight
+
+    return [n for n, p in primitives.items() for _ in range(primitive_weight(n, p.weight))]
 
 
 def random_schedule(func, data: Any, options: ScheduleOptions):

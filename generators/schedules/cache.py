@@ -35,6 +35,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from fuzzharness.generators.schedules.base import Primitive, ScheduleState, register
+from fuzzharness.generators.steering import weighted
 
 SCOPES = ("global", "local")
 
@@ -71,7 +72,7 @@ class CacheRead(Primitive):
 class CacheWrite(Primitive):
     name = "cache_write"
     weight = 4
-    covers = ("cache_write", "reverse_compute_at")
+    covers = ("cache_write", "reverse_compute_at", "split")
 
     def propose(self, state: ScheduleState):
         block = state.pick_block(lambda b: bool(b.writes))
@@ -80,15 +81,23 @@ class CacheWrite(Primitive):
         index = state.draw(st.integers(0, len(state.block_facts(block).writes) - 1))
         scope = state.draw(st.sampled_from(SCOPES))
         loops = state.loops(block)
-        follow = state.draw(st.sampled_from(["reverse_compute_at", "none"]))
+        follow = state.draw(st.sampled_from(weighted("cache_write.follow",
+                                                     ["reverse_compute_at", "none"])))
         at = state.draw(st.integers(0, max(len(loops) - 1, 0)))
         preserve = state.draw(st.booleans())
+        # steered: the write-back's innermost loop split by a factor that leaves a tail, so
+        # that the copy back runs under a predicate (rare otherwise; generators/steering.py)
+        tail = state.draw(st.sampled_from(weighted("cache_write.tail", [0, 3, 5, 7])))
 
         def apply():
             cache = state.sch.cache_write(block, index, scope)
             if follow == "reverse_compute_at" and loops:
                 state.attempt(lambda: state.sch.reverse_compute_at(
                     cache, loops[at], preserve_unit_loops=preserve))
+            inner = state.loops(cache)[-1:] if tail else []
+            extent = state.extent(inner[0]) if inner else None
+            if extent and extent > tail and extent % tail:
+                state.attempt(lambda: state.sch.split(inner[0], [None, tail]))
 
         return apply
 

@@ -173,11 +173,13 @@ def draw_label(data: Any, workload: Workload, options: GenOptions,
                labels: tuple[str, ...] | None = None) -> str:
     from hypothesis import strategies as st
 
+    from fuzzharness.generators.steering import weighted
+
     pool = [lb for lb in (labels or workload.dtype_labels)
             if options.dtypes is None or lb in options.dtypes]
     if not pool:  # a filter that excludes this family's choices: fall back to its first label
         pool = workload.allowed_labels(options) or list(workload.dtype_labels)
-    return data.draw(st.sampled_from(pool))
+    return data.draw(st.sampled_from(weighted("dtype", pool)))  # steered: generators/steering.py
 
 
 def grid_vars(n: int, prefix: str = "ax") -> list[str]:

@@ -60,6 +60,7 @@ from fuzzharness.core.relax_pipeline import (
     runs_on_vm,
 )
 from fuzzharness.core.verdict import Stage
+from fuzzharness.execution.census import census
 from fuzzharness.execution.stages import CaseRun, Execution
 from fuzzharness.generators.graphs import reference
 from fuzzharness.generators.graphs.program import build_module
@@ -191,6 +192,8 @@ def run_graph(execution: Execution, result: CaseRun) -> None:
         with stage(Stage.CODEGEN):
             interp.lower()
             interp.codegen()
+        # (on the VM, relax.build lowers inside: no lowered program to read, no census)
+        execution.features = census(scheduled, interp.lowered)
         with stage(Stage.BUILD):
             not_run = interp.build()
         if not_run is not None:

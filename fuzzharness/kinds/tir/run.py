@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from fuzzharness.backends import backends
 from fuzzharness.backends.base import poison
 from fuzzharness.backends.launch import UnsupportedHostCode
 from fuzzharness.backends.rpc import backend_for
@@ -31,6 +32,7 @@ from fuzzharness.core.case import canonical_json
 from fuzzharness.core.tvm_support import replay_trace, structural_equal
 from fuzzharness.core.verdict import Stage
 from fuzzharness.execution import relayout, second_run
+from fuzzharness.execution.census import census
 from fuzzharness.execution.facts import schedule_facts
 from fuzzharness.execution.stages import CaseRun, Execution
 from fuzzharness.generators.inputs import make_inputs
@@ -62,6 +64,7 @@ def run_case(execution: Execution, result: CaseRun) -> None:
         layouts = relayout.param_layouts(kernel_func, case.trace)
     with stage(Stage.LOWER):
         lowered = backend.lower(sch.mod, case.target, case.pass_config)
+    execution.features = census(sch.mod, lowered)  # never raises
     with stage(Stage.CODEGEN):
         rt_mod = backend.codegen(lowered, case.target)
     with stage(Stage.BUILD):
@@ -104,7 +107,7 @@ def run_case(execution: Execution, result: CaseRun) -> None:
         j = runs.judgement
         how = metamorphic.plan(j, order, structural_equal(func, scheduled), exact,
                                execution.baseline_policy, metamorphic.sample_point(case.id),
-                               emulated=runs.bitwise_first)
+                               case.target, emulated=runs.bitwise_first)
     baseline = outputs if how == "self" else None
     if how == "build":
         with stage(Stage.BASELINE):
@@ -148,13 +151,16 @@ def _run_baseline(case, backend, workload, func, specs, out_specs, inputs):
     """The unscheduled program's outputs; its build is cached per program, target, options."""
     import tvm
 
-    key = (workload.source(case.params), canonical_json(case.target),
+    target = metamorphic.baseline_target(case.target)  # GPU: the unscheduled program on llvm
+    if target is not case.target:
+        backend = backends["llvm"]
+    key = (workload.source(case.params), canonical_json(target),
            canonical_json(case.pass_config))
     program = _BASELINES.pop(key, None)
     if program is None:
         module = tvm.IRModule({"main": func})
         program = backend.build(backend.codegen(
-            backend.lower(module, case.target, case.pass_config), case.target))
+            backend.lower(module, target, case.pass_config), target))
     _BASELINES[key] = program  # most recently used last
     while len(_BASELINES) > metamorphic.BASELINE_CACHE_SIZE:
         _BASELINES.pop(next(iter(_BASELINES)))
