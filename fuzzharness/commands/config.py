@@ -29,6 +29,7 @@ def to_toml(settings, comment: str = "") -> str:
     d = settings.to_dict()
     gen = {k: list(v) if isinstance(v, tuple) else v
            for k, v in d.pop("generation").items() if v is not None}
+    d.pop("target_note", None)  # why the targets are what they are: said, not a setting
     camp = {k: v for k, v in d.items() if v is not None}
     head = f"# {comment}\n" if comment else ""
     return head + tomli_w.dumps({"campaign": camp, "generation": gen})
