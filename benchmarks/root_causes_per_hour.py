@@ -66,7 +66,7 @@ def run_campaign(python: str, out: Path, seed: int, seconds: float, workers: int
     env = dict(os.environ, FUZZHARNESS_MINIMIZE_BUDGET=f"{minimize:g}")
     p = subprocess.run([python, "-m", "fuzzharness", "run", "--seed", str(seed), "--time-budget",
                         f"{seconds:g}", "--workers", str(workers), "--minimize-budget",
-                        f"{minimize:g}", "--no-progress", "--out", str(out)],
+                        f"{minimize:g}", "--no-progress", "--target", "llvm", "--out", str(out)],
                        capture_output=True, text=True, env=env)
     wall = time.monotonic() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -95,7 +95,7 @@ def campaign(out: Path, args, *extra: str) -> dict:
         shutil.rmtree(out)  # a partial run: start over, so that its timing is whole
     cmd = [sys.executable, "-m", "fuzzharness", "run", "--seed", str(args.seed), "--max-cases",
            str(args.cases), "--time-budget", "0", "--workers", str(args.workers),
-           "--no-minimize", "--no-progress", "--out", str(out), *extra]
+           "--no-minimize", "--no-progress", "--target", args.target, "--out", str(out), *extra]
     before = load()
     t0 = time.monotonic()
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
@@ -215,6 +215,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", type=int, default=600)
     ap.add_argument("--seed", type=int, default=20261124)
+    ap.add_argument("--target", default="llvm",
+                    help="the issue's campaign is llvm (the default campaign mixes in OpenCL "
+                         "and Adreno cases where an OpenCL runtime is found)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--passing", type=int, default=300, help="passing cases replayed alone")
     ap.add_argument("--timeout", type=float, default=120.0, help="per replayed case")
@@ -229,7 +232,8 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     report_path = args.out / "verdict_stability.json"
     report = json.loads(report_path.read_text()) if report_path.exists() else {}
-    report["settings"] = {"cases": args.cases, "seed": args.seed, "workers": args.workers}
+    report["settings"] = {"cases": args.cases, "seed": args.seed, "workers": args.workers,
+                          "target": args.target}
     print(f"verdict stability: seed {args.seed}, {args.cases} cases, {args.workers} workers, "
           f"out {args.out}  ({load()})")
     a, off, b = args.out / "a", args.out / "off", args.out / "b"

@@ -75,9 +75,12 @@ def test_issue_and_corpus_get_the_releases(tmp_path):
 def test_harness_path_holds_only_the_harness(tmp_path, monkeypatch):
     monkeypatch.setenv("FUZZHARNESS_CACHE", str(tmp_path))
     d = interpreter.harness_path()
-    assert sorted(p.name for p in d.iterdir()) == ["fuzzharness", "generators", "oracles",
-                                                    "reports"]
-    assert (d / "fuzzharness").resolve() == ROOT / "fuzzharness"
+    assert [p.name for p in d.iterdir()] == ["fuzzharness"]  # nothing else on that PYTHONPATH
+    pkg = d / "fuzzharness"
+    assert (pkg / "__init__.py").resolve() == ROOT / "fuzzharness" / "__init__.py"
+    for mapped in ("generators", "oracles", "reports"):  # as setup.py's package_dir installs them
+        assert (pkg / mapped).resolve() == ROOT / mapped
+    assert not (pkg / "__pycache__").exists()
 
 
 def test_an_interpreter_without_tvm_is_refused(tmp_path):

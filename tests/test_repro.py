@@ -437,9 +437,9 @@ def test_a_campaign_minimizes_its_new_bucket_while_it_runs(tmp_path, plugin_env)
     buckets itself (lanes sharing its workers): the summary lists the root causes, the
     database has the repro with its root cause."""
     out = tmp_path / "c"
-    r = run_cli("run", "--seed", "1", "--max-cases", "3", "--workers", "2", "--workloads",
+    r = run_cli("run", "--seed", "2", "--max-cases", "3", "--workers", "2", "--workloads",
                 "test_matmul_off_by_one", "--primitives", "split,reorder", "--no-progress",
-                "--out", out, "--minimize-budget", "90", env=plugin_env)
+                "--target", "llvm", "--out", out, "--minimize-budget", "90", env=plugin_env)
     assert r.returncode == 1, r.stderr
     assert "3 minimized, 3 verified repros → 1 root cause" in r.stdout, r.stdout
     assert "root causes: 1 root cause from 3 minimized buckets" in r.stdout

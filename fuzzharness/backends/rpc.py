@@ -246,10 +246,10 @@ class RemoteBackend(Backend):
         return RemoteProgram(path, DEVICE_TYPES.get(kind, "cpu"), tmp)
 
     def run(self, program: RemoteProgram, args, n_outputs):
-        try:
-            return self._run(program, args, n_outputs)
-        finally:
-            program.tmp.cleanup()  # now, not at exit: workers end by SIGKILL
+        # a program runs more than once (the second input set, execution/second_run.py): its
+        # exported file goes with the program object (TemporaryDirectory's finalizer, when the
+        # case is done with it), not at exit — workers end by SIGKILL
+        return self._run(program, args, n_outputs)
 
     def _run(self, program: RemoteProgram, args, n_outputs):
         errors: list[str] = []

@@ -29,8 +29,8 @@ import sys
 from pathlib import Path
 
 WORKER_PYTHON_ENV = "FUZZHARNESS_WORKER_PYTHON"
-#: the harness's top-level packages (what a worker imports from this checkout)
-PACKAGES = ("fuzzharness", "generators", "oracles", "reports")
+#: the checkout's folders that setup.py installs as subpackages of ``fuzzharness``
+MAPPED = ("generators", "oracles", "reports")
 #: what a worker needs besides TVM (imported by the check below)
 NEEDS = ("numpy", "ml_dtypes", "hypothesis", "tvm", "tvm_ffi")
 CHECK_TIMEOUT = 120.0
@@ -43,18 +43,24 @@ def cache_dir() -> Path:
 
 
 def harness_path() -> Path:
-    """A directory with only this harness's packages in it (symlinks), for PYTHONPATH."""
-    root = Path(__file__).resolve().parent.parent
-    found = [p for p in PACKAGES if (root / p / "__init__.py").is_file()]
+    """A directory with only this harness in it, for PYTHONPATH: ``fuzzharness/`` made of
+    symlinks to this checkout's ``fuzzharness/*`` and to the folders setup.py maps into the
+    namespace (``generators`` → ``fuzzharness.generators``, ...), as an install lays it out."""
+    root = Path(__file__).resolve().parents[2]
     key = hashlib.sha256(str(root).encode()).hexdigest()[:12]
     d = cache_dir() / "pythonpath" / key
-    d.mkdir(parents=True, exist_ok=True)
-    for name in found:
-        link = d / name
-        if not link.is_symlink() or link.resolve() != (root / name):
-            tmp = d / f".{name}.{os.getpid()}"
+    pkg = d / "fuzzharness"
+    if pkg.is_symlink():  # the layout before one namespace: a link to the whole package
+        pkg.unlink()
+    pkg.mkdir(parents=True, exist_ok=True)
+    wanted = {p.name: p for p in (root / "fuzzharness").iterdir() if p.name != "__pycache__"}
+    wanted.update({name: root / name for name in MAPPED if (root / name / "__init__.py").is_file()})
+    for name, target in wanted.items():
+        link = pkg / name
+        if not link.is_symlink() or link.resolve() != target:
+            tmp = pkg / f".{name}.{os.getpid()}"
             tmp.unlink(missing_ok=True)
-            tmp.symlink_to(root / name, target_is_directory=True)
+            tmp.symlink_to(target, target_is_directory=target.is_dir())
             os.replace(tmp, link)  # atomic: concurrent workers never see a half-made link
     return d
 
@@ -73,6 +79,9 @@ def environment(python: str, base: dict[str, str] | None = None) -> dict[str, st
     env = dict(os.environ if base is None else base)
     env.pop("PYTHONHOME", None)
     env["PYTHONPATH"] = str(harness_path())
+    # no current directory on sys.path: from a checkout's root it would shadow the harness
+    # path with the source tree, where generators/oracles/reports are not subpackages
+    env["PYTHONSAFEPATH"] = "1"
     env.pop("VIRTUAL_ENV", None)
     return env
 

@@ -72,6 +72,9 @@ def install() -> list[str]:
         tvm.ir.PrimExpr.ty = property(lambda e: e.dtype)
         added.append("PrimExpr.ty")
     alias(tvm_ffi, "structural_walk", lambda: _walk, "tvm_ffi.structural_walk")
+    # 0.27 moved the schedulable-TIR well-formedness check to s_tir (0.25/0.26: tirx.analysis)
+    alias(s_tir.analysis, "verify_well_formed", lambda: tirx.analysis.verify_well_formed,
+          "s_tir.analysis.verify_well_formed")
     _installed = added
     return added
 
