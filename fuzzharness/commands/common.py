@@ -134,7 +134,8 @@ def load_case(args, verb: str):
     import json
 
     from fuzzharness.campaign.db import ResultsDB
-    from fuzzharness.core.case import Case, CaseFormatError
+    from fuzzharness.core.case import Case
+    from fuzzharness.minimize.case_file import load_case_file
 
     campaign, ref = campaign_and_case(args, verb)
     if campaign is not None:
@@ -156,13 +157,7 @@ def load_case(args, verb: str):
         check_case(case)
         return case, row["verdict"], campaign
     path = Path(ref)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise UsageError(f"cannot read {path}: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise CaseFormatError(f"{path}: not a text file") from None
-    case = Case.from_json(text)
+    case = load_case_file(path)
     check_case(case, str(path))
     stored = None
     beside = path.with_name("verdict.json")

@@ -47,12 +47,7 @@ def main(args, argv) -> int:
                            known_bug=args.known_bug, expected=args.expected)
             print(f"added {e.dir} (bucket {e.meta['bucket']}, expected: {e.meta['expected']})")
             return EXIT_OK
-        entries = corpus.entries(args.corpus)
-        if args.paths:
-            unknown = sorted(set(args.paths) - {e.name for e in entries})
-            if unknown:
-                raise UsageError(f"no corpus entry {unknown[0]!r} in {args.corpus}")
-            entries = [e for e in entries if e.name in args.paths]
+        entries = corpus.named(args.corpus, args.paths)
         if args.action == "list":
             for e in entries:
                 m = e.meta

@@ -49,12 +49,7 @@ def _items(args) -> list[tuple[str, Path | None, Path | None, Path | None, Path 
     if args.corpus is not None:
         from fuzzharness.repro import corpus
 
-        entries = corpus.entries(args.corpus)
-        if args.paths:
-            unknown = sorted(set(args.paths) - {e.name for e in entries})
-            if unknown:
-                raise UsageError(f"no corpus entry {unknown[0]!r} in {args.corpus}")
-            entries = [e for e in entries if e.name in args.paths]
+        entries = corpus.named(args.corpus, args.paths)
         for e in entries:
             items.append((e.name, e.script, e.dir / "case.json", e.dir / "issue.md",
                           e.dir / "meta.json"))

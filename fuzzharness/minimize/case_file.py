@@ -20,7 +20,7 @@ from fuzzharness.repro.package import write_repro
 
 
 def load_case_file(path: str | Path) -> Case:
-
+    """The case in a case file; an unreadable file is a usage error, a bad one a format error."""
     p = Path(path)
     try:
         text = p.read_text()

@@ -44,6 +44,7 @@ from typing import Any
 
 from fuzzharness.buckets.signatures import Signature, signature
 from fuzzharness.core.case import Case, CaseFormatError
+from fuzzharness.core.errors import UsageError
 from fuzzharness.core.tvm_support import versions
 from fuzzharness.core.verdict import Verdict
 from fuzzharness.engine.isolated import run_isolated
@@ -140,6 +141,18 @@ def _entry_dirs(corpus: str | Path) -> list[Path]:
 def entries(corpus: str | Path) -> list[Entry]:
     """Every entry, validated; the first invalid one raises :class:`CorpusError`."""
     return [validate(d) for d in _entry_dirs(corpus)]
+
+
+def named(corpus: str | Path, names: list[str] | None) -> list[Entry]:
+    """The entries called ``names`` (all when none are given), validated; a name that is no
+    entry is a :class:`~fuzzharness.core.errors.UsageError`."""
+    found = entries(corpus)
+    if not names:
+        return found
+    unknown = sorted(set(names) - {e.name for e in found})
+    if unknown:
+        raise UsageError(f"no corpus entry {unknown[0]!r} in {corpus}")
+    return [e for e in found if e.name in names]
 
 
 def read(corpus: str | Path) -> list[Entry]:
