@@ -73,14 +73,21 @@ def default_targets() -> tuple[list[dict[str, Any]], list[float], str]:
     :data:`DEFAULT_MIX`.  ``why`` is the sentence the campaign header prints.
     """
     from fuzzharness.backends import backends
+
     why_not = backends["opencl"].unavailable(TARGET_PRESETS["opencl"])
     if why_not:
         return [dict(TARGET_PRESETS["llvm"])], [1.0], f"llvm only: no OpenCL ({why_not})"
     names = [n for n, _ in DEFAULT_MIX]
     shares = [s for _, s in DEFAULT_MIX]
     mix = ", ".join(f"{n} {round(100 * s)} %" for n, s in DEFAULT_MIX)
+    from fuzzharness.backends.opencl import choose_device
+
+    full = choose_device(needs_fp16=True, needs_images=True)  # what fp16 texture cases need
+    caveat = "" if not isinstance(full, str) else (
+        f" — but {full}: its fp16 and texture cases end inconclusive (.ci/install-opencl "
+        "installs Intel's CPU runtime, which has both)")
     return ([dict(TARGET_PRESETS[n]) for n in names], shares,
-            f"{mix}: an OpenCL runtime is here, so OpenCL and Adreno texture cases join")
+            f"{mix}: an OpenCL runtime is here, so OpenCL and Adreno texture cases join{caveat}")
 
 
 def parse(text: str) -> list[dict[str, Any]]:
