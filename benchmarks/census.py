@@ -7,7 +7,7 @@ For each campaign directory: per target, the lowered cases and the share of them
 goal feature of :data:`fuzzharness.execution.census.GOALS` (flagged below 2 %), and — the goal for
 Adreno texture placement — the share of *all* the campaign's cases whose lowered program has
 a buffer in a texture scope (flagged below 10 %).  Numbers come from the campaign's coverage
-table (fuzzharness/census_table.py).
+table (fuzzharness/campaign/census_table.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The feature census (fuzzharness/census.py): each feature is found where a schedule puts it
+"""The feature census (fuzzharness/execution/census.py): each feature is found where a schedule puts it
 and absent from the same program unscheduled; and the coverage table / summary carry it."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""TVM releases (fuzzharness/releases.py, release_report.py, `fuzzharness releases`) and
-workers under another interpreter (`--tvm-python`, fuzzharness/interpreter.py)."""
+"""TVM releases (fuzzharness/releases/check.py, release_report.py, `fuzzharness releases`) and
+workers under another interpreter (`--tvm-python`, fuzzharness/core/interpreter.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The version adapter (fuzzharness/tvm_compat.py): a no-op on TVM 0.27, the 0.27 names on
+"""The version adapter (fuzzharness/core/tvm_compat.py): a no-op on TVM 0.27, the 0.27 names on
 older releases (run in their environments when `fuzzharness releases --prepare` made them),
 and a fallback IR walk that visits what tvm_ffi.structural_walk visits."""
 

@@ -61,7 +61,7 @@ def format_lines(coverage_rows: list[tuple]) -> list[str]:
     if not lowered:
         return []
     lines = ["census: features of the lowered programs (cases with it, share of the "
-             "target's lowered cases; fuzzharness/census.py)"]
+             "target's lowered cases; fuzzharness/execution/census.py)"]
     for target in sorted(lowered, key=lambda t: (-lowered[t], t)):
         n = lowered[target]
         feats = by_target.get(target, {})

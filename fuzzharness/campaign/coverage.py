@@ -22,7 +22,7 @@ Axes and what the columns count:
                ``drawn`` = ``proposed`` = generated, ``accepted`` = schedule not rejected
 
 ``census``, ``feature``  the feature census of the lowered programs, per target
-               (:mod:`fuzzharness.census_table`)
+               (:mod:`fuzzharness.campaign.census_table`)
 
 ``compiled``: the case got past lowering, code generation and build (its verdict's stage is
 ``run``, ``verify`` or ``done``).  ``verdict``: the oracle judged it (pass, inconclusive,

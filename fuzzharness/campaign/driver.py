@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from fuzzharness.backends.rpc import ENV as RPC_ENV
+from fuzzharness.buckets.findings import SEVERITIES, severity
 from fuzzharness.buckets.known_bugs import KnownBug, KnownBugs, Match
 from fuzzharness.buckets.root_causes import RootCause
 from fuzzharness.buckets.signatures import Signature
@@ -486,7 +487,10 @@ def format_summary(s: CampaignSummary, *, limit: int = 15, coverage_table: bool 
                 by_bug.setdefault(b.known.id, []).append(b)
         lines.append(f"failures in the campaign: {n_cases} cases in {len(findings)} buckets — "
                      f"{len(new)} new buckets, {len(by_bug)} known bugs")
-        for b in sorted(new, key=lambda b: (-b.count, b.example_idx))[:limit]:
+        # most severe first (a silent wrong answer before a loud compile error), then by count
+        for b in sorted(new, key=lambda b: (SEVERITIES.index(severity(b.signature.symptom,
+                                                                      b.signature.stage)),
+                                             -b.count, b.example_idx))[:limit]:
             seen = "; ".join(x for x in (",".join(b.workloads), ",".join(b.dtypes)) if x)
             lines.append(f"  NEW   {b.count:>5} × {b.title}")
             lines.append(f"        first: case #{b.example_idx}" + (f"; seen with {seen}" if seen else "")

@@ -10,7 +10,7 @@
 
 The environments (one virtual environment per release, with its apache-tvm-ffi pin and what
 the harness's workers need) are made with pip on first use and cached under
-$FUZZHARNESS_CACHE or ~/.cache/tvm-fuzzharness/releases (fuzzharness/releases.py).  A repro
+$FUZZHARNESS_CACHE or ~/.cache/tvm-fuzzharness/releases (fuzzharness/releases/check.py).  A repro
 script runs as `python -I repro.py` (exit 1 reproduces, 0 fixed, 2 other); a case runs in a
 harness worker under that release's interpreter, which also reports its output bits: an
 order-preserving case whose bits differ between releases is a cross-release finding.
@@ -32,7 +32,7 @@ def add_arguments(p) -> None:
                    help="repro directories or case files; with --corpus: entry names")
     p.add_argument("--corpus", type=Path, metavar="DIR", help="run the corpus in DIR")
     p.add_argument("--releases", metavar="V[,V...]",
-                   help="which releases (default: all of fuzzharness/releases.py, oldest first)")
+                   help="which releases (default: all of fuzzharness/releases/check.py, oldest first)")
     p.add_argument("--prepare", action="store_true", help="only make the environments")
     p.add_argument("--no-write", action="store_true",
                    help="print only; leave issue.md, meta.json and RELEASES.md alone")

@@ -69,7 +69,7 @@ def write_table(corpus: Path, releases: Sequence[str]) -> Path:
         "# Corpus entries on each TVM release",
         "",
         f"Written by `fuzzharness releases --corpus` ({today}): each entry's `repro.py` run "
-        "with `python -I` in an environment of that release (`fuzzharness/releases.py`).",
+        "with `python -I` in an environment of that release (`fuzzharness/releases/check.py`).",
         "`reproduces`: exit 1; `fixed`: exit 0 (a correct result, or the schedule refused "
         "with a `ScheduleError`); `other`: exit 2 or no exit (the release cannot run the "
         "script: e.g. a primitive it lacks); `—`: not run.  *Output bits*: the entry's "
