@@ -316,3 +316,23 @@ def test_a_known_bug_sharing_a_primitive_does_not_mask_another_miscompile(minimi
     only_parallel = KnownBugs.from_doc({"bug": [
         {"id": "parallel-bug", "title": "p", "match": {"symptom": "wrong_result", "primitives": ["parallel"]}}]})
     assert only_parallel.classify(m.signature, None, rc) is None  # new, not masked
+
+
+def test_smaller_params_stay_inside_what_the_workload_can_draw():
+    """A texture matmul's N and K are multiples of 4 (its texture pixels): shrinking K to 1
+    once gave a 'repro' of a program that cannot be drawn, with empty inputs.  Other
+    parameters still shrink, and an unconstrained workload's K does shrink to 1."""
+    from fuzzharness.minimize.passes import propose_params
+
+    texture = Case.from_dict({"workload": {"name": "matmul_texture", "params": {
+        "M": 3, "N": 8, "K": 8, "dtype": "float32", "scope_A": "global.texture",
+        "scope_B": "global"}}, "inputs": {"distribution": "normal", "seed": 1},
+        "schedule": {"trace": None}, "target": {"kind": "opencl", "device": "adreno"}})
+    proposed = [c.params for c in propose_params(texture)]
+    assert proposed and all(p["K"] % 4 == 0 and p["N"] % 4 == 0 for p in proposed)
+    assert {"K": 4} .items() <= next(p for p in proposed if p["K"] != 8).items()
+    assert any(p["M"] < 3 for p in proposed)
+    plain = Case.from_dict({"workload": {"name": "matmul", "params": {
+        "M": 3, "N": 8, "K": 8, "dtype": "float32"}}, "inputs": {"distribution": "normal",
+        "seed": 1}, "schedule": {"trace": None}, "target": {"kind": "llvm"}})
+    assert any(c.params["K"] == 1 for c in propose_params(plain))

@@ -184,7 +184,8 @@ def _smaller_ints(v: int) -> list[int]:
 
 
 def propose_params(case: Case) -> list[Case]:
-
+    """Smaller workload parameters, one at a time — only ones the workload could have drawn
+    (``params_problem``)."""
     wl = workloads[case.workload_name]
     params = case.params
     out: list[Case] = []
@@ -209,7 +210,8 @@ def propose_params(case: Case) -> list[Case]:
             ranked = [d for d in DTYPE_PREFERENCE if d in labels]
             for d in ranked[: ranked.index(v)] if v in ranked else ranked:
                 out.append(variant(key, d))
-    return out
+    problem = getattr(wl, "params_problem", lambda p: None)
+    return [c for c in out if problem(c.params) is None]
 
 
 # -- inputs -----------------------------------------------------------------------------------------

@@ -96,6 +96,12 @@ class Workload:
     def source(self, params: dict[str, Any]) -> str:
         raise NotImplementedError
 
+    def params_problem(self, params: dict[str, Any]) -> str | None:
+        """Why ``params`` lie outside what :meth:`draw_params` can draw (a shape constraint
+        the program relies on), or None.  The minimizer never proposes such params: a
+        failure of a program that cannot be drawn is no repro of the drawn one."""
+        return None
+
     def inputs(self, params: dict[str, Any]) -> list[InputSpec]:
         raise NotImplementedError
 

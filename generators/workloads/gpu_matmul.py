@@ -72,6 +72,10 @@ class MatmulTensorCore(GpuWorkload):
         k = 16 * data.draw(st.integers(1, max(1, min(64, options.max_reduction // 16))))
         return {"M": m, "N": n, "K": k, "dtype": dtype}
 
+    def params_problem(self, p):
+        bad = [k for k in ("M", "N", "K") if p[k] % 16]
+        return f"{', '.join(bad)} must be multiples of 16 (tensor-core shapes)" if bad else None
+
     def source(self, p):
         din, acc = TC_DTYPES[p["dtype"]]
         return f'''
@@ -120,6 +124,10 @@ class MatmulTexture(GpuWorkload):
         scope_a = data.draw(st.sampled_from(TEXTURE_SCOPES))
         scope_b = data.draw(st.sampled_from(TEXTURE_SCOPES))
         return {"M": m, "N": n, "K": k, "dtype": dtype, "scope_A": scope_a, "scope_B": scope_b}
+
+    def params_problem(self, p):
+        bad = [k for k in ("N", "K") if p[k] % 4]  # the texture's innermost 4 lanes
+        return f"{', '.join(bad)} must be multiples of 4 (texture pixels)" if bad else None
 
     def source(self, p):
         din, acc = TEXTURE_DTYPES[p["dtype"]]
