@@ -53,6 +53,17 @@ def label(target: dict[str, Any]) -> str:
     return kind
 
 
+def describe(target: dict[str, Any], targets: Sequence[dict[str, Any]] | None = None,
+             shares: Sequence[float] | None = None) -> str:
+    """``target llvm`` or ``targets llvm 60 %, opencl 10 %, adreno 30 %`` (a mix)."""
+    if not targets:
+        return f"target {label(target)}"
+    weights = list(shares or [1.0] * len(targets))
+    total = sum(weights)
+    return "targets " + ", ".join(f"{label(t)} {round(100 * w / total)} %"
+                                  for t, w in zip(targets, weights, strict=True))
+
+
 def choose(targets: Sequence[dict[str, Any]], shares: Sequence[float] | None,
            seed: int, index: int) -> dict[str, Any]:
     """The target of case ``index`` of seed ``seed`` in a mix (see the module docstring)."""

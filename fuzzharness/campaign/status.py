@@ -29,6 +29,7 @@ from fuzzharness.campaign.db import ResultsDB
 from fuzzharness.campaign.settings import SettingsError
 from fuzzharness.core.storage import write_text_atomic
 from fuzzharness.core.tvm_support import versions as current_versions
+from fuzzharness.generators.targets import describe
 
 MARKER = "driver.json"
 #: versions that change which cases a seed generates, or what they mean
@@ -129,6 +130,9 @@ def read_status(directory: str | Path, known_bugs: str | None = None) -> dict[st
         "campaign": str(directory), "state": state, "pid": marker.get("pid"),
         "seed": stored.get("seed"), "created": stored.get("created"),
         "target": (settings.get("generation") or {}).get("target", {}).get("kind"),
+        "targets": describe((settings.get("generation") or {}).get("target") or {},
+                            (settings.get("generation") or {}).get("targets"),
+                            (settings.get("generation") or {}).get("target_shares")),
         "workers": settings.get("workers"), "time_budget": budget, "max_cases": max_cases,
         "sessions": len(sessions), "run_time": round(run_time, 1),
         "last_result_age": round(time.time() - last, 1) if last else None,
@@ -163,7 +167,7 @@ def format_status(st: dict[str, Any], *, top: int = 10, coverage_table: bool = F
     lines = [
         f"campaign       {st['campaign']}",
         f"state          {st['state']}" + (f" (pid {st['pid']})" if st["state"] == "running" else "") + age,
-        f"settings       seed {st['seed']}, target {st['target']}, {st['workers']} workers, "
+        f"settings       seed {st['seed']}, {st['targets']}, {st['workers']} workers, "
         f"stop after {limit or '-'}",
         f"started        {when(st['created'])}, {st['sessions']} session(s), "
         f"{st['run_time']:.0f} s of run time",

@@ -298,15 +298,9 @@ def minimize_budget(args) -> float:
 
 def describe_targets(s) -> str:
     """``target llvm`` or ``targets llvm 70 %, opencl 10 %, adreno 20 %``."""
-    from fuzzharness.generators.targets import label
+    from fuzzharness.generators.targets import describe
 
-    gen = s.generation
-    if not gen.targets:
-        return f"target {label(gen.target)}"
-    shares = gen.target_shares or [1.0] * len(gen.targets)
-    total = sum(shares)
-    return "targets " + ", ".join(f"{label(t)} {round(100 * w / total)} %"
-                                  for t, w in zip(gen.targets, shares, strict=True))
+    return describe(s.generation.target, s.generation.targets, s.generation.target_shares)
 
 
 def main(args, argv) -> int:
