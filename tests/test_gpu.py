@@ -290,3 +290,40 @@ def test_failed_gpu_case_is_cross_checked_on_llvm(opencl, workload, status):
     sch.bind(j, "threadIdx.x")
     v = execute(_case(workload, p, sch, {"kind": "opencl"})).verdict
     assert (v.status, v.details.get("baseline")) == (status, "build"), v.line()
+
+
+def test_loading_the_opencl_runtime_leaves_ctrl_c_to_the_harness():
+    """Intel's OpenCL CPU runtime installs C-level SIGINT/SIGTERM handlers when loaded; in the
+    driver (which probes OpenCL for the default target mix) a Ctrl-C then sometimes killed the
+    process by SIGINT instead of the one line and exit 3.  After the probe the C-level handlers
+    must still be Python's (checked in a child: pytest's own handlers stay out of it)."""
+    import subprocess
+    import sys
+
+    from fuzzharness.backends.opencl import _devices
+
+    found = _devices()
+    _need(found if isinstance(found, str) else None)
+    probe = """
+import ctypes, signal
+libc = ctypes.CDLL(None)
+class Action(ctypes.Structure):
+    _fields_ = [("handler", ctypes.c_void_p), ("mask", ctypes.c_ulong * 16),
+                ("flags", ctypes.c_int), ("restorer", ctypes.c_void_p)]
+def handlers():
+    out = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        a = Action()
+        libc.sigaction(sig, None, ctypes.byref(a))
+        out.append(a.handler)
+    return out
+from fuzzharness.core import interrupt
+interrupt.install()
+before = handlers()
+from fuzzharness.backends.opencl import _devices
+assert not isinstance(_devices(), str)
+after = handlers()
+print("same" if before == after else f"changed {before} -> {after}")
+"""
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "same", r.stdout + r.stderr

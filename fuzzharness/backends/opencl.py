@@ -44,6 +44,7 @@ from fuzzharness.backends.redzone import (  # shared with CUDA and the llvm guar
     redzone_bytes,
     with_redzone,
 )
+from fuzzharness.core import interrupt
 from fuzzharness.oracles.numerics import numpy_dtype
 
 TEXTURE_SCOPES = ("global.texture", "global.texture-nhwc", "global.texture-weight")
@@ -91,6 +92,11 @@ def needs_fp16(source: str) -> bool:
 @functools.cache
 def _devices() -> tuple[Any, list[tuple[Any, Any]]] | str:
     """``(pyopencl, [(context, queue) per device])`` or the reason there is none."""
+    with interrupt.keep_handlers():  # the runtime brings signal handlers of its own
+        return _load_devices()
+
+
+def _load_devices() -> tuple[Any, list[tuple[Any, Any]]] | str:
     try:
         import pyopencl as cl
     except ImportError:

@@ -21,9 +21,11 @@ the process that started them, whatever kills it); see :mod:`fuzzharness.core.ch
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
+from collections.abc import Iterator
 
 from fuzzharness.core.errors import EXIT_HARNESS
 
@@ -81,6 +83,27 @@ def register(pgid: int) -> None:
 
 def unregister(pgid: int) -> None:
     _children.discard(pgid)
+
+
+@contextlib.contextmanager
+def keep_handlers() -> Iterator[None]:
+    """Native code loaded inside the block keeps this process's SIGINT/SIGTERM handling.
+
+    Intel's OpenCL CPU runtime installs C-level SIGINT and SIGTERM handlers of its own when
+    it is loaded (``clGetPlatformIDs``); in the driver they replaced :func:`_first` and
+    :func:`_again` at the C level, so that a Ctrl-C sometimes killed the driver with SIGINT
+    (exit −2) instead of the one line and exit 3.  Setting the same Python handlers again
+    re-installs Python's C-level handler."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in saved.items():
+            if handler is not None:
+                signal.signal(s, handler)
 
 
 def kill_children() -> None:
