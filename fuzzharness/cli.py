@@ -97,10 +97,18 @@ def main(argv: list[str] | None = None) -> int:
     die_with_parent()  # a child of another fuzzharness process ends with it
     interrupt.install()  # Ctrl-C / SIGTERM: unwind once, then never a traceback
     try:
-        return _main(sys.argv[1:] if argv is None else argv)
+        code = _main(sys.argv[1:] if argv is None else argv)
     finally:
         sys.stdout.flush()
         interrupt.settle()
+    if interrupt.interrupted.is_set():
+        # End here, with our status.  Python ends a process by SIGINT (exit -2) when it saw a
+        # KeyboardInterrupt go unhandled out of code run by a C extension (its process-wide
+        # flag stays set, whatever caught the exception later) — a Ctrl-C during pandas'
+        # or matplotlib's imports did that after the one line had been printed.
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def _main(argv: list[str]) -> int:
