@@ -24,6 +24,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from fuzzharness.commands.common import seconds
+
 HELP = "run repros, cases or the corpus on each TVM release (which release introduced it)"
 
 
@@ -38,7 +40,7 @@ def add_arguments(p) -> None:
                    help="print only; leave issue.md, meta.json and RELEASES.md alone")
     p.add_argument("--no-case", action="store_true",
                    help="run only the repro scripts, not the cases through the harness")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds per run (default 600)")
+    p.add_argument("--timeout", type=seconds, default=600.0, help="seconds per run (default 600)")
 
 
 def _items(args) -> list[tuple[str, Path | None, Path | None, Path | None, Path | None]]:
