@@ -67,7 +67,8 @@ def run_campaign(python: str, out: Path, seed: int, seconds: float, workers: int
     p = subprocess.run([python, "-m", "fuzzharness", "run", "--seed", str(seed), "--time-budget",
                         f"{seconds:g}", "--workers", str(workers), "--minimize-budget",
                         f"{minimize:g}", "--no-progress", "--target", "llvm", "--out", str(out)],
-                       capture_output=True, text=True, env=env)
+                       capture_output=True, text=True, env=env,
+                       cwd=out)  # not this checkout: `-m` would import its package, not --python's
     wall = time.monotonic() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -172,7 +173,7 @@ def main() -> int:
         tmp = tempfile.mkdtemp(prefix="rcph-")
         out = Path(tmp) / "campaign"
     else:
-        out = args.out
+        out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     print(f"campaign: seed {args.seed}, {args.minutes:g} min, {args.workers} workers, minimize "
           f"≤ {minimize:g} s after, python {args.python}; {load()}", flush=True)

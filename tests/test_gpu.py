@@ -102,7 +102,7 @@ def test_opencl_runs_tvm_kernels_through_the_plan(opencl):
     assert np.isfinite(outcome.outputs["C"]).all()
 
 
-def test_out_of_bounds_write_is_a_crash_verdict_not_a_dead_worker(opencl):
+def _tail_predicate_row_sum() -> Case:
     """A real TVM bug: the cross-thread reduction's write-back ignores the tail predicate."""
     from tvm import s_tir
 
@@ -114,9 +114,66 @@ def test_out_of_bounds_write_is_a_crash_verdict_not_a_dead_worker(opencl):
     sch.bind(bx, "blockIdx.x")
     sch.bind(ty, "threadIdx.y")
     sch.bind(ji, "threadIdx.x")
-    v = execute(_case("row_sum", p, sch, {"kind": "opencl"})).verdict
+    return _case("row_sum", p, sch, {"kind": "opencl"})
+
+
+def test_out_of_bounds_write_is_a_crash_verdict_not_a_dead_worker(opencl):
+    v = execute(_tail_predicate_row_sum()).verdict
     assert (v.status, v.stage) == (Status.CRASH, Stage.RUN), v.line()
     assert "out-of-bounds write" in v.message and v.details["oob_write"]["buffer"] == "B"
+
+
+@pytest.mark.slow
+def test_an_opencl_kernel_bug_gets_a_standalone_script_that_reproduces(opencl, tmp_path):
+    """TVM lowers and generates the OpenCL C in the script itself; pyopencl launches it by the
+    embedded launch plan, each buffer followed by a guard zone — the same finding, alone."""
+    from fuzzharness.buckets.signatures import signature
+    from fuzzharness.core.tvm_support import versions
+    from fuzzharness.repro.package import write_repro
+    from fuzzharness.repro.verify import foreign_imports, run_script
+
+    case = _tail_predicate_row_sum()
+    verdict = execute(case).verdict
+    sig = signature(case.to_dict(), verdict)
+    out = write_repro(tmp_path / "oob", case, verdict, bucket=sig.key, signature=sig,
+                      versions=versions(), triage=False)
+    assert out.reproduced, out.runs[-1].output
+    text = (out.dir / "repro.py").read_text()
+    assert foreign_imports(text) == [] and "fuzzharness." not in text.split('"""', 2)[2]
+    assert "opencl_source(sch.mod)" in text and "'kernel': 'main_kernel'" in text
+    assert "the kernel wrote past the end of B" in out.runs[0].output
+    assert (out.dir / "issue.md").exists()
+    # the launch plan is checked against TVM's source: a stale kernel name is not a finding
+    stale = tmp_path / "stale.py"
+    stale.write_text(text.replace("'main_kernel'", "'other_kernel'"))
+    run = run_script(stale)
+    assert run.exit_code == 2 and "no kernel ['other_kernel']" in run.output, run.output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["texture images", "host loop, temporary, scalar argument"])
+def test_an_opencl_script_of_a_correct_kernel_says_fixed(opencl, which, tmp_path):
+    """The other side: correct programs (texture-scope images; two kernels, a host loop with
+    its loop variable as a scalar argument and a global temporary) written as if they had
+    given a wrong result: the script runs them and finds the output correct (exit 0)."""
+    import dataclasses
+
+    from fuzzharness.core.tvm_support import versions
+    from fuzzharness.kinds.tir.script import write_script
+    from fuzzharness.repro.verify import run_script
+
+    if which == "texture images":
+        case = _texture_case("float32")
+    else:
+        params = {"M": 5, "N": 16, "K": 8, "dtype": "float32"}
+        case = _case("matmul", params, _two_kernels_host_loop(params), {"kind": "opencl"})
+    verdict = execute(case).verdict
+    assert verdict.status is Status.PASS, verdict.line()
+    wrong = dataclasses.replace(verdict, status=Status.WRONG_RESULT, stage=Stage.VERIFY)
+    script = write_script(case, wrong, bucket="0" * 16, signature=None, versions=versions())
+    (tmp_path / "repro.py").write_text(script.text)
+    run = run_script(tmp_path / "repro.py")
+    assert run.exit_code == 0 and "RESULT: fixed" in run.output, run.output
 
 
 def _texture_case(dtype, scope_a="global.texture-nhwc", scope_b="global.texture-weight"):

@@ -496,3 +496,46 @@ if os.environ.get("FUZZHARNESS_GRAPH_SWEEP"):  # heavy: benchmarks/graph_false_a
                             os.environ["FUZZHARNESS_GRAPH_SWEEP"], "--quiet"], text=True,
                            capture_output=True)
         print(r.stdout)
+
+
+@pytest.mark.slow
+def test_an_adreno_graph_bug_gets_a_standalone_script_that_reproduces(tmp_path):
+    """The Relax passes as TVM runs them, then each call_tir compiled to OpenCL C by TVM in the
+    script and launched through pyopencl: the texture conv2d bug reproduces alone."""
+    need(_opencl_images())
+    from fuzzharness.buckets.signatures import signature
+    from fuzzharness.core.tvm_support import versions
+    from fuzzharness.repro.package import write_repro
+    from fuzzharness.repro.verify import foreign_imports
+
+    case = graph_case(CONV1X1, target=ADRENO)
+    verdict = execute(case).verdict
+    assert verdict.status is Status.WRONG_RESULT, verdict.line()
+    sig = signature(case.to_dict(), verdict)
+    out = write_repro(tmp_path / "conv", case, verdict, bucket=sig.key, signature=sig,
+                      versions=versions(), triage=False)
+    assert out.reproduced, out.runs[-1].output
+    text = (out.dir / "repro.py").read_text()
+    assert foreign_imports(text) == [] and "LAUNCHES = {" in text and "global.texture" in text
+    assert "farther from the float64 reference" in text and "RESULT: the bug reproduces" in out.runs[0].output
+
+
+@pytest.mark.slow
+def test_an_adreno_graph_script_of_a_correct_graph_says_fixed(tmp_path):
+    """The other side: a graph the Adreno pipeline compiles correctly, written as if it had
+    given a wrong result — the script judges its output correct (exit 0)."""
+    need(_opencl_images())
+    import dataclasses
+
+    from fuzzharness.core.tvm_support import versions
+    from fuzzharness.core.verdict import Stage
+    from fuzzharness.kinds.relax.script import write_script
+    from fuzzharness.repro.verify import run_script
+
+    case = graph_case(POOL, target=ADRENO)
+    verdict = execute(case).verdict
+    assert verdict.status is Status.PASS, verdict.line()
+    wrong = dataclasses.replace(verdict, status=Status.WRONG_RESULT, stage=Stage.VERIFY)
+    (tmp_path / "repro.py").write_text(write_script(case, wrong, versions=versions()).text)
+    run = run_script(tmp_path / "repro.py")
+    assert run.exit_code == 0 and "RESULT: fixed" in run.output, run.output

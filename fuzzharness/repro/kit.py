@@ -134,7 +134,7 @@ def schedule_calls(func, trace: Any) -> tuple[list[str] | None, str]:
         return None, f"the trace cannot be printed as Python ({type(e).__name__}: {str(e).splitlines()[0][:120]})"
 
 
-def header(title: str, lines: list[str], expect: dict[str, Any]) -> str:
+def header(title: str, lines: list[str], expect: dict[str, Any], needs: str = "tvm and numpy") -> str:
     """The script's docstring: title, the kind's lines (bucket, versions, target, …), what it
     expects, how to run it and read its exit status."""
     return "\n".join([
@@ -144,7 +144,7 @@ def header(title: str, lines: list[str], expect: dict[str, Any]) -> str:
         *lines,
         f"Expects {expect['summary']}",
         "",
-        "Needs only tvm and numpy:  python repro.py",
+        f"Needs only {needs}:  python repro.py",
         "Exit status: 1 = the bug reproduces, 0 = fixed (a correct result, or TVM now refuses the",
         "schedule with a ScheduleError), 2 = something else happened.  Compiling and running",
         "happen in a child process, so a crash of TVM is reported rather than fatal.",

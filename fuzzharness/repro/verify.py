@@ -15,7 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-ALLOWED_MODULES = {"numpy", "tvm", "ml_dtypes"}
+#: pyopencl: OpenCL scripts launch TVM's kernels with it (fuzzharness.kinds.tir.opencl_script)
+ALLOWED_MODULES = {"numpy", "tvm", "ml_dtypes", "pyopencl"}
 REPRODUCES, FIXED, OTHER = 1, 0, 2
 
 

@@ -53,6 +53,8 @@ class TirKind(CaseKind):
     def bisect_passes(self, case: Case, verdict: Verdict, pattern: str | None, workdir):
         if verdict.status is Status.TIMEOUT:
             return None
+        if case.target.get("kind") != "llvm" and verdict.stage.value in ("run", "verify"):
+            return None  # the probe runs kernels on the CPU; a device kernel is not probed
         return pass_bisect.triage(case, symptom=verdict.status.value, pattern=pattern,
                                   workdir=workdir)
 

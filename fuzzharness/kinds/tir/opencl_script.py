@@ -1,0 +1,204 @@
+"""The OpenCL part of a TIR repro script: TVM generates the kernels, pyopencl runs them.
+
+TVM's PyPI wheel has no OpenCL runtime, so a bug that shows only when an OpenCL (or Adreno
+texture) kernel *runs* had no standalone script: the harness launches those kernels itself
+(:mod:`fuzzharness.backends.opencl`).  This writes the same thing as plain code a maintainer
+can read and run: the script lowers the scheduled PrimFunc with the pipeline TVM selects for
+the target and takes TVM's OpenCL C from ``tir_to_runtime`` — nothing of the harness —
+then launches the kernels with pyopencl as TVM's host function would.  How the host function
+launches them (kernels in order, their arguments, grid and block sizes, the temporaries it
+allocates) is the harness's reading of TVM's lowered host function
+(:func:`fuzzharness.backends.launch.extract`), embedded as plain data (``LAUNCH``); the
+script checks that every kernel it names is in TVM's source.
+
+Buffers get a guard zone after them (an out-of-bounds write is named, as by the harness);
+texture-scope parameters and temporaries are RGBA images laid out as TVM lays them out.
+Needs tvm, numpy and pyopencl with an OpenCL device that has ``cl_khr_fp16`` for fp16
+kernels and image support for texture scopes (PoCL, Intel's CPU runtime, a GPU driver).
+"""
+
+from __future__ import annotations
+
+import pprint
+from typing import Any
+
+from fuzzharness.core.case import Case
+from fuzzharness.repro.kit import NotReproducible
+
+
+def launch_source(case: Case, scheduled_mod) -> tuple[str, list[str]]:
+    """``LAUNCH = {...}`` (the launch plan of the scheduled module) and the kernel names."""
+    from fuzzharness.backends import backends
+    from fuzzharness.backends.launch import UnsupportedHostCode
+
+    backend = backends["opencl"]
+    try:
+        code = backend.codegen(backend.lower(scheduled_mod, case.target, case.pass_config),
+                               case.target)
+    except UnsupportedHostCode as e:
+        raise NotReproducible(f"the launch plan cannot be read: {e}") from None
+    plan: dict[str, Any] = code.plan.to_dict()
+    text = ("# How TVM's host function launches the kernels, in order (read from TVM's lowered "
+            "host\n# function by tvm-fuzzharness; an argument is a parameter by position, a "
+            "temporary the\n# host allocates, or a scalar); grid × block = the global work size.\n"
+            "LAUNCH = " + pprint.pformat(plan, width=100, sort_dicts=False) + "\n")
+    return text, sorted(code.plan.kernels)
+
+
+#: the OpenCL runtime of a script: TVM's codegen, then pyopencl (TIR and Relax scripts)
+RUNTIME = r'''
+def opencl_source(mod):
+    """TVM's OpenCL C for ``mod``: the pipeline TVM selects for the target, then its codegen
+    (what tvm.compile does; for an Adreno target TVM 0.27's tvm.compile skips the Adreno
+    pipeline that get_default_tir_pipeline selects, so it is called here by hand)."""
+    from tvm.tirx import compilation_pipeline as cp
+    from tvm.tirx.build import split_host_device_mods, tir_to_runtime
+
+    target = tvm.target.Target(TARGET)
+    target = target.with_host(target.host or tvm.target.Target("llvm"))
+    with tvm.transform.PassContext(opt_level=3, config=PASS_CONFIG):
+        mod = tvm.tirx.transform.BindTarget(target)(mod)
+        chosen = tvm.tirx.get_default_tir_pipeline(target)
+        if isinstance(chosen, (tuple, list)):
+            pipeline, finalize_host, finalize_device = chosen
+        else:  # TVM 0.27's Adreno factory returns only its main pass
+            pipeline, finalize_host, finalize_device = (
+                chosen, cp.finalize_host_passes, cp.finalize_device_passes)
+        host, device = split_host_device_mods(pipeline(mod))
+        runtime = tir_to_runtime(finalize_host()(host),
+                                 {t: finalize_device()(m) for t, m in device.items()}, target.host)
+    return "\n".join(m.inspect_source() for m in runtime.imports)
+
+
+# -- pyopencl: device, buffers with a guard zone, images as TVM lays textures out --------------
+class OpenCL:
+    """The first OpenCL device that can run these sources (cl_khr_fp16 for half, images for
+    texture scopes); run() launches one program's kernels as TVM's host function would."""
+
+    def __init__(self, sources):
+        import pyopencl as cl
+
+        fp16 = any(re.search(r"\bhalf\d*\b|cl_khr_fp16", s) for s in sources)
+        images = any("image2d" in s for s in sources)
+        for platform in cl.get_platforms():
+            for device in platform.get_devices():
+                if (fp16 and "cl_khr_fp16" not in device.extensions) or (
+                        images and not device.image_support):
+                    continue
+                print(f"[repro] OpenCL device: {platform.name}: {device.name}", file=sys.stderr)
+                self.cl, self.ctx = cl, cl.Context([device])
+                self.queue = cl.CommandQueue(self.ctx)
+                self.programs = {s: cl.Program(self.ctx, s).build() for s in sources}
+                return
+        raise RuntimeError("no OpenCL device" + (" with cl_khr_fp16" if fp16 else "")
+                           + (" with image support" if images else ""))
+
+    def run(self, source, plan, arrays, names):
+        """Launch ``plan`` (kernels of ``source``) on ``arrays`` (the PrimFunc's parameters, in
+        order); every parameter read back, an out-of-bounds write named."""
+        cl, queue = self.cl, self.queue
+        missing = [k for k in plan["kernels"] if k not in source]
+        if missing:
+            raise RuntimeError(f"TVM's OpenCL source has no kernel {missing}: the launch plan is stale")
+        memory = [self._memory(p, a) for p, a in zip(plan["params"], arrays)]
+        temps = {t["name"]: self._temp(t) for t in plan["temps"]}
+        for launch in plan["launches"]:
+            kernel = cl.Kernel(self.programs[source], launch["kernel"])
+            values = []
+            for a, ty in zip(launch["args"], plan["kernels"][launch["kernel"]]):
+                if "param" in a:
+                    values.append(memory[a["param"]])
+                elif "temp" in a:
+                    values.append(temps[a["temp"]])
+                else:
+                    values.append(np.dtype(ty["dtype"]).type(a["scalar"]))
+            kernel.set_args(*values)
+            work = tuple(g * b for g, b in zip(launch["grid"], launch["block"]))
+            cl.enqueue_nd_range_kernel(queue, kernel, work, tuple(launch["block"]))
+        queue.finish()
+        return [self._read(p, m, a, n) for p, m, a, n in zip(plan["params"], memory, arrays, names)]
+
+    def _image(self, dhw, dtype, content):
+        cl = self.cl
+        channel = {4: cl.channel_type.FLOAT, 2: cl.channel_type.HALF_FLOAT}[np.dtype(dtype).itemsize]
+        depth, height, width = dhw
+        image = cl.create_image(self.ctx, cl.mem_flags.READ_WRITE,
+                                cl.ImageFormat(cl.channel_order.RGBA, channel),
+                                shape=(width, height, depth), is_array=True)
+        cl.enqueue_copy(self.queue, image, np.ascontiguousarray(content.reshape(depth, height, width, 4)),
+                        origin=(0, 0, 0), region=(width, height, depth))
+        return image
+
+    def _buffer(self, content):
+        raw = np.ascontiguousarray(content).view(np.uint8).reshape(-1)
+        host = np.full(raw.size + _zone(raw.size), 0xA5, np.uint8)  # the guard zone after it
+        host[: raw.size] = raw
+        return self.cl.Buffer(self.ctx, self.cl.mem_flags.READ_WRITE | self.cl.mem_flags.COPY_HOST_PTR,
+                              hostbuf=host)
+
+    def _memory(self, param, array):
+        if "texture" in param["scope"]:
+            return self._image(_texture(param["shape"], param["scope"]), array.dtype, array)
+        return self._buffer(array)
+
+    def _temp(self, t):
+        m = re.fullmatch(r"(.+?)x(\d+)", t["dtype"])  # a vector temporary holds lanes × elements
+        dtype, lanes = (m.group(1), int(m.group(2))) if m else (t["dtype"], 1)
+        if t["texture"]:
+            tex = t["texture"]
+            dhw = (tex["depth"], tex["height"], tex["width"])
+            return self._image(dhw, dtype, _poison((*dhw, 4), dtype))
+        return self._buffer(_poison((t["elements"] * lanes,), dtype))
+
+    def _read(self, param, memory, like, name):
+        cl = self.cl
+        if "texture" in param["scope"]:
+            depth, height, width = _texture(param["shape"], param["scope"])
+            out = np.empty((depth, height, width, 4), like.dtype)
+            cl.enqueue_copy(self.queue, out, memory, origin=(0, 0, 0), region=(width, height, depth))
+            return out.reshape(like.shape)
+        full = np.empty(like.nbytes + _zone(like.nbytes), np.uint8)
+        cl.enqueue_copy(self.queue, full, memory)
+        self.queue.finish()
+        hit = np.flatnonzero(full[like.nbytes:] != 0xA5)
+        if hit.size:
+            first, item = like.nbytes + int(hit[0]), max(1, like.dtype.itemsize)
+            raise OutOfBoundsWrite(
+                f"out-of-bounds write: the kernel wrote past the end of {name}: element {first // item} "
+                f"(byte +{first - like.nbytes} after its {like.nbytes} bytes); {hit.size} guard byte(s) changed")
+        return full[: like.nbytes].view(like.dtype).reshape(like.shape)
+
+
+def _texture(shape, scope):
+    """(depth, height, width) of the RGBA image TVM uses for a texture-scope buffer
+    (src/runtime/texture.h: the separator axis is rank - 2 for global.texture, 1 for
+    global.texture-weight, 2 for global.texture-nhwc; the last extent is the 4 channels)."""
+    rank = len(shape)
+    axis = {"global.texture": rank - 2, "global.texture-weight": 1, "global.texture-nhwc": 2}[scope]
+    depth = int(np.prod(shape[: axis - 1])) if axis > 1 else 1
+    height = int(shape[axis - 1]) if axis >= 1 else 1
+    width = int(np.prod(shape[axis: rank - 1]))
+    return depth, height, width
+
+
+def _zone(nbytes):
+    return max(4096, -(-nbytes // 64) * 64)
+'''
+
+#: the TIR program's compile_and_run (before template.RUNNER)
+COMPILE = r'''
+def compile_and_run(x, scheduled=True):
+    _stage("schedule")
+    sch = s_tir.Schedule(main)
+    if scheduled:
+        schedule(sch)
+    _stage("compile")
+    source = opencl_source(sch.mod)
+    _stage("build")
+    device = OpenCL([source])
+    _stage("run")
+    arrays = [to_kernel(name, x[name]) for name in INPUTS]
+    arrays += [_poison(kernel_shape(name, shape), dtype) for name, (shape, dtype) in OUTPUTS.items()]
+    got = device.run(source, LAUNCH, arrays, list(INPUTS) + list(OUTPUTS))
+    return {name: from_kernel(name, out) for name, out in zip(OUTPUTS, got[len(INPUTS):])}
+'''
