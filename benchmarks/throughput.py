@@ -20,8 +20,8 @@ database, from the result after the first one per worker to the last (worker sta
 importing TVM — excluded; it is printed separately as the end-to-end rate).  One-time setups
 that a process pays on its first MetaSchedule case (importing TVM's tensor intrinsics:
 seconds, see ``fuzzharness/warmup.py``) are paid before timing on both sides — by the bare
-process during its warm-up, by each worker at start-up (``$FUZZHARNESS_PLUGINS`` names the
-module) — as they would otherwise land inside the harness's window alone, once per worker
+process during its warm-up, by each worker at start-up (``$FUZZHARNESS_WARM_START``; the
+same fast path, :func:`fuzzharness.core.warmup.tensor_intrinsics`) — as they would otherwise land inside the harness's window alone, once per worker
 (``--cold-setups`` leaves them where they fall).  Each run prints
 the 1-minute load average before and after: the machine may be shared, and a ratio is only
 meaningful when the load did not change under it.  The bare loop runs first and last; the
@@ -52,8 +52,10 @@ def load() -> str:
     return f"load {one:.2f}/{five:.2f}"
 
 
-def bare_loop(seed: int, indices: range) -> tuple[float, dict[str, int]]:
-    """Seconds for the bare loop over ``indices``; outcome counts."""
+def bare_loop(seed: int, indices: range, per_case: dict[int, float] | None = None
+              ) -> tuple[float, dict[str, int]]:
+    """Seconds for the bare loop over ``indices``; outcome counts (``per_case``: filled with
+    each case's seconds)."""
     import tvm
 
     from fuzzharness.core.tvm_support import replay_trace
@@ -67,6 +69,7 @@ def bare_loop(seed: int, indices: range) -> tuple[float, dict[str, int]]:
     outcomes = {"ok": 0, "mismatch": 0, "error": 0}
     t0 = time.perf_counter()
     for i in indices:
+        t_case = time.perf_counter()
         try:  # a TVM error while the schedule is drawn is a failure the harness records too
             case = generate_case(seed, i, settings)
             wl = workloads[case.workload_name]
@@ -85,21 +88,22 @@ def bare_loop(seed: int, indices: range) -> tuple[float, dict[str, int]]:
             outcomes["ok" if ok else "mismatch"] += 1
         except Exception:  # noqa: BLE001 - schedule rejections and compile errors are cases too
             outcomes["error"] += 1
+        if per_case is not None:
+            per_case[i] = time.perf_counter() - t_case
     return time.perf_counter() - t0, outcomes
 
 
-#: imported by each worker before it says "ready": the one-time setup of fuzzharness/warmup.py
-SETUP_MODULE = "tvm.s_tir.tensor_intrin"
+#: set for the workers: they pay the one-time setups of fuzzharness/core/warmup.py before they
+#: say "ready", the same way the bare process does in its warm-up
+from fuzzharness.engine.worker import WARM_START_ENV  # noqa: E402
 
 
 def harness_run(seed: int, n: int, workers: int, out: Path, *, cold_setups: bool = False) -> dict:
     import sqlite3
 
-    from fuzzharness.core.plugins import PLUGINS_ENV
-
-    saved = os.environ.get(PLUGINS_ENV)
+    saved = os.environ.get(WARM_START_ENV)
     if not cold_setups:  # the workers inherit the driver's environment
-        os.environ[PLUGINS_ENV] = ",".join(p for p in (saved, SETUP_MODULE) if p)
+        os.environ[WARM_START_ENV] = "1"
 
     from fuzzharness.campaign.driver import Campaign
     from fuzzharness.campaign.settings import CampaignSettings
@@ -112,9 +116,9 @@ def harness_run(seed: int, n: int, workers: int, out: Path, *, cold_setups: bool
         summary = Campaign(out, settings, progress=False).run()
     finally:
         if saved is None:
-            os.environ.pop(PLUGINS_ENV, None)
+            os.environ.pop(WARM_START_ENV, None)
         else:
-            os.environ[PLUGINS_ENV] = saved
+            os.environ[WARM_START_ENV] = saved
     wall = time.perf_counter() - t0
     con = sqlite3.connect(out / "results.sqlite")
     finished = sorted(r[0] for r in con.execute("SELECT finished FROM results"))
@@ -148,6 +152,42 @@ def interleaved(seed: int, n: int) -> tuple[float, float]:
     return bare, task
 
 
+def side_by_side(seed: int, n: int, warmup_cases: int) -> None:
+    """The harness (a real ``fuzzharness run``, 1 worker, hygiene and confirmation on) and the
+    bare loop at the same time, one core each, over the same cases: both see the same machine,
+    so a shared host's speed drifting under a run (±20 % within minutes here) cancels out.
+    Compared per case over the cases both ran after ``warmup_cases``: the bare loop's time
+    against the worker's (``results.elapsed``, the case's time in the worker); the CPU that
+    confirming failures took is printed beside it (it runs in other processes)."""
+    import resource
+    import sqlite3
+    import subprocess
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "campaign"
+        env = dict(os.environ, **{WARM_START_ENV: "1"})
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "fuzzharness", "run", "--seed", str(seed), "--max-cases", str(n),
+             "--workers", "1", "--target", "llvm", "--graph-fraction", "0", "--no-minimize",
+             "--no-progress", "-q", "--out", str(out)], env=env, cwd=tmp,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        bare: dict[int, float] = {}
+        bare_loop(seed, range(n), bare)
+        proc.wait()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        con = sqlite3.connect(out / "results.sqlite")
+        worker = dict(con.execute("SELECT idx, elapsed FROM results"))
+        confirmed = con.execute("SELECT COUNT(*) FROM confirmations").fetchone()[0]
+        con.close()
+    both = [i for i in range(warmup_cases, n) if i in bare and i in worker]
+    b, h = sum(bare[i] for i in both), sum(worker[i] for i in both)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    print(f"side by side, {len(both)} cases (#{warmup_cases}..#{n - 1}): bare {b:.1f} s, harness "
+          f"worker {h:.1f} s → harness/bare {b / h:.3f}; {confirmed} failures confirmed alone; "
+          f"the campaign's processes used {cpu:.0f} s CPU in all ({load()})")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", type=int, default=400)  # fewer: fresh workers' warm-up dominates
@@ -156,6 +196,8 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--cold-setups", action="store_true",
                     help="do not pay one-time setups before timing (see the module docstring)")
+    ap.add_argument("--side-by-side", type=int, default=0, metavar="ROUNDS",
+                    help="only the side-by-side comparison (see side_by_side), ROUNDS times")
     ap.add_argument("--interleaved", type=int, default=60, metavar="N",
                     help="cases for the interleaved in-process comparison (0: skip)")
     args = ap.parse_args()
@@ -167,6 +209,15 @@ def main() -> int:
     import tvm  # noqa: F401
 
     from fuzzharness.core.tvm_support import versions
+
+    if args.side_by_side:
+        bare_loop(seed + 1000, range(args.warmup))
+        from fuzzharness.core import warmup
+
+        warmup.tensor_intrinsics()
+        for _ in range(args.side_by_side):
+            side_by_side(seed, n, args.warmup)
+        return 0
 
     print(f"versions: {versions()}")
     bare_loop(seed + 1000, range(args.warmup))  # warm up (other cases: no cache advantage)

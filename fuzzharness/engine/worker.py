@@ -41,6 +41,8 @@ import time
 import traceback
 
 RECYCLE_FRACTION = 0.6
+#: "1": pay one-time setups (fuzzharness.core.warmup) before "ready" (benchmarks time steady state)
+WARM_START_ENV = "FUZZHARNESS_WARM_START"
 WATCHDOG_INTERVAL = 1.0
 
 
@@ -145,6 +147,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from fuzzharness.core import warmup
 
+    if args.fresh or os.environ.get(WARM_START_ENV) == "1":
+        # The zygote pays the one-time setups once, before it is ready: each forked child
+        # inherits them instead of paying seconds per confirmed MetaSchedule or GPU case.
+        # (Persistent workers pay them at their first case that needs them: a worker that
+        # restarts after a crash should not pay for what it may never use.)
+        warmup.tensor_intrinsics()
     warmup.set_notifier(on_setup)
     send({"ready": os.getpid(), "tvm": tvm.__version__})  # the TVM this worker runs
 
