@@ -203,7 +203,6 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str, signature: Signat
         header,
         "import json\nimport os\nimport re\nimport signal\nimport subprocess\nimport sys\n"
         "import tempfile\n\n" + ("import ml_dtypes\n" if needs_ml else "") +
-
         "import numpy as np\nimport tvm\nfrom tvm import s_tir\nfrom tvm.script import tirx as T\n",
         f"TARGET = {py_literal(case.target)}\nPASS_CONFIG = {py_literal(case.pass_config)}\n"
         f"TIMEOUT = {child_timeout}  # seconds for the child process\n"
@@ -211,7 +210,7 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str, signature: Signat
         f"EXPECT = {py_literal(expect)}\n",
         "# -- the program, unscheduled " + "-" * 62 + "\n" + e.source,
         "# -- the schedule " + "-" * 73 + "\n" + sched_text,
-        *([_launch_section(case, e, sched_text)] if opencl else []),
+        *([_launch_section(case, e)] if opencl else []),
         "# -- inputs and the float64 reference " + "-" * 52 + "\n"
         f"INPUTS = {[s.name for s in e.input_specs]!r}  # kernel parameters: these, then OUTPUTS\n"
         f"OUTPUTS = {outputs!r}  # name: (shape, dtype)\n\n\n" + inputs_text,
@@ -235,7 +234,7 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str, signature: Signat
     return Script(text, expect, notes, sched_lines, short, expected_failure(verdict))
 
 
-def _launch_section(case: Case, e, sched_text: str) -> str:
+def _launch_section(case: Case, e) -> str:
     """The launch plan of the scheduled program (the schedule replayed as the script does)."""
     from tvm import s_tir
 
