@@ -384,3 +384,31 @@ print("same" if before == after else f"changed {before} -> {after}")
 """
     r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "same", r.stdout + r.stderr
+
+
+@pytest.mark.slow
+def test_an_adreno_lowering_error_reproduces_through_the_adreno_pipeline(tmp_path):
+    """tvm.compile skips the Adreno lowering pipeline (PIPELINE_FINDING, backends/device.py):
+    a script that called it compiled this program and then failed to run it (exit 2).  The
+    script lowers as the harness does, so TVM's texture-vectorize check fails there too."""
+    from tvm import s_tir
+
+    from fuzzharness.buckets.signatures import signature
+    from fuzzharness.core.tvm_support import versions
+    from fuzzharness.repro.package import write_repro
+
+    p = {"M": 1, "N": 12, "K": 212, "dtype": "float32", "scope_A": "global.texture-weight",
+         "scope_B": "global.texture-nhwc"}
+    sch = s_tir.Schedule(workloads["matmul_texture"].prim_func(p))
+    _, j, _ = sch.get_loops(sch.get_child_blocks(sch.get_sblock("root"))[0])
+    _, lanes = sch.split(j, [1, None])
+    sch.vectorize(lanes)  # 12 float32 lanes of a texture load: more than a pixel's 4
+    case = _case("matmul_texture", p, sch, ADRENO, distribution="ones")
+    verdict = execute(case).verdict
+    assert (verdict.status, verdict.stage) == (Status.COMPILE_ERROR, Stage.LOWER), verdict.line()
+    sig = signature(case.to_dict(), verdict)
+    out = write_repro(tmp_path / "lanes", case, verdict, bucket=sig.key, signature=sig,
+                      versions=versions(), triage=False)
+    assert out.reproduced, out.runs[-1].output
+    assert "Texture Load length" in out.runs[0].output
+    assert "LAUNCH = None" in (out.dir / "repro.py").read_text()

@@ -197,6 +197,13 @@ def test_error_pattern_ignores_numbers_and_addresses():
     assert re.search(p, "tvm.error.InternalError: Check failed: block_realize == old "
                         "(0xab12 vs. 0xcd34) : 17")
     assert not re.search(p, "InternalError: Check failed: other")
+    # the OpenCL compiler names its own temporary copy of the source: any path, same error
+    p = error_pattern("GeneratedCodeError: OpenCL build failed: error: "
+                      "/root/.cache/pocl/kcache/tempfile_IWlFvl.cl:13:246: cannot take the address")
+    assert re.search(p, "GeneratedCodeError: OpenCL build failed: error: "
+                        "/tmp/x/tempfile_h2xj66.cl:13:246: cannot take the address")
+    assert not re.search(p, "GeneratedCodeError: OpenCL build failed: error: "
+                            "/tmp/x/tempfile_h2xj66.cl:13:246: use of undeclared identifier")
 
 
 @pytest.mark.parametrize("a", [

@@ -30,7 +30,9 @@ DEFAULT_CHILD_TIMEOUT = 300  # seconds; a hang bucket uses the harness's own tim
 #: the harness's stages → the script's (tvm.compile lowers and generates code in one call)
 SCRIPT_STAGES = {"lower": "compile", "codegen": "compile", "build": "build", "run": "run",
                  "schedule": "schedule", "verify": "run"}
-_VARIABLE = re.compile(r"0x[0-9a-fA-F]+|\d+")
+#: what varies between runs and machines in an error line: addresses, numbers, and file paths
+#: (an OpenCL compiler names its temporary copy of the source: /root/.cache/pocl/kcache/tempfile_Ab12.cl)
+_VARIABLE = re.compile(r"(?<![\w/])/(?:[\w.+-]+/)+[\w.+-]+|0x[0-9a-fA-F]+|\d+")
 #: signals by which a process that corrupted its memory dies
 MEMORY_SIGNALS = ("SIGSEGV", "SIGBUS", "SIGABRT")
 
@@ -61,7 +63,8 @@ def error_pattern(message: str) -> str:
     parts, last = [], 0
     for m in _VARIABLE.finditer(line):
         parts.append(re.escape(line[last:m.start()]))
-        parts.append(r"0x[0-9a-fA-F]+" if m.group().startswith("0x") else r"\d+")
+        g = m.group()
+        parts.append(r"\S+" if g.startswith("/") else r"0x[0-9a-fA-F]+" if g.startswith("0x") else r"\d+")
         last = m.end()
     parts.append(re.escape(line[last:]))
     return "".join(parts).strip()

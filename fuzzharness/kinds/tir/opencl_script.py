@@ -71,6 +71,10 @@ def opencl_source(mod):
 
 
 # -- pyopencl: device, buffers with a guard zone, images as TVM lays textures out --------------
+class GeneratedCodeError(RuntimeError):
+    """The OpenCL compiler refuses the source TVM generated."""
+
+
 class OpenCL:
     """The first OpenCL device that can run these sources (cl_khr_fp16 for half, images for
     texture scopes); run() launches one program's kernels as TVM's host function would."""
@@ -88,7 +92,15 @@ class OpenCL:
                 print(f"[repro] OpenCL device: {platform.name}: {device.name}", file=sys.stderr)
                 self.cl, self.ctx = cl, cl.Context([device])
                 self.queue = cl.CommandQueue(self.ctx)
-                self.programs = {s: cl.Program(self.ctx, s).build() for s in sources}
+                self.programs = {}
+                for s in sources:
+                    try:
+                        self.programs[s] = cl.Program(self.ctx, s).build()
+                    except cl.Error as e:  # the OpenCL compiler refuses TVM's source
+                        log = str(e)
+                        first = next((ln.strip() for ln in log.splitlines() if "error" in ln.lower()),
+                                     log.strip().splitlines()[0] if log.strip() else "(no log)")
+                        raise GeneratedCodeError(f"OpenCL build failed: {first[:300]}\n{log[-4000:]}") from None
                 return
         raise RuntimeError("no OpenCL device" + (" with cl_khr_fp16" if fp16 else "")
                            + (" with image support" if images else ""))
