@@ -48,32 +48,11 @@ def launches_source(mod, target: dict[str, Any], schedule: dict[str, Any],
             "LAUNCHES = " + pprint.pformat(plans, width=100, sort_dicts=False) + "\n")
 
 
-#: the graph's compile_and_run on OpenCL (then template.RUNNER)
+#: the graph's compile_and_run on OpenCL (after relax.script.LOWER, before template.RUNNER)
 COMPILE = r'''
-# -- the compilation steps of the case's mode, then each call_tir launched on OpenCL ----------
-def _phase(name, tgt):
-    from tvm.relax import pipeline as rp
-    return getattr(rp, name)(tgt)
-
-
+# -- each call_tir of main compiled by TVM to OpenCL C and launched (lower_and_schedule: LOWER)
 def compile_and_run(x, scheduled=True):
-    tgt = tvm.target.Target(TARGET)
-    mod = Module
-    _stage("lower")
-    with tgt:
-        if LAYOUT:
-            mod = relax.transform.ConvertLayout({"relax.nn.conv2d": LAYOUT})(mod)
-            mod = relax.transform.Normalize()(mod)
-        mod = tvm.transform.Sequential(_phase("library_dispatch_passes", tgt)
-                                       + _phase("legalize_passes", tgt))(mod)
-    _stage("schedule")
-    for name, fn in SCHEDULES.items():
-        funcs = dict(mod.functions.items())
-        gv = next(g for g in funcs if g.name_hint == name)
-        sch = s_tir.Schedule(funcs[gv])
-        fn(sch)
-        funcs[gv] = sch.mod["main"].with_attr("tirx.is_scheduled", True)
-        mod = tvm.IRModule(funcs, attrs=mod.attrs)
+    mod = lower_and_schedule(tvm.target.Target(TARGET))
     _stage("codegen")
     funcs = {gv.name_hint: f for gv, f in mod.functions.items()}
     sources = {name: opencl_source(tvm.IRModule({"main": funcs[name].with_attr("global_symbol", "main")}))
