@@ -158,7 +158,9 @@ def side_by_side(seed: int, n: int, warmup_cases: int) -> None:
     so a shared host's speed drifting under a run (±20 % within minutes here) cancels out.
     Compared per case over the cases both ran after ``warmup_cases``: the bare loop's time
     against the worker's (``results.elapsed``, the case's time in the worker); the CPU that
-    confirming failures took is printed beside it (it runs in other processes)."""
+    confirming failures took is printed beside it (it runs in other processes).  Bias: the
+    campaign's driver and its confirmation re-runs share the bare loop's core, so on a 2-core
+    machine this flatters the harness; read it with the sequential ratios."""
     import resource
     import sqlite3
     import subprocess
