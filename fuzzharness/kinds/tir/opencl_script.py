@@ -26,8 +26,8 @@ from fuzzharness.core.case import Case
 from fuzzharness.repro.kit import NotReproducible
 
 
-def launch_source(case: Case, scheduled_mod) -> tuple[str, list[str]]:
-    """``LAUNCH = {...}`` (the launch plan of the scheduled module) and the kernel names."""
+def launch_source(case: Case, scheduled_mod) -> str:
+    """``LAUNCH = {...}``: the launch plan of the scheduled module, as source."""
     from fuzzharness.backends import backends
     from fuzzharness.backends.launch import UnsupportedHostCode
 
@@ -42,7 +42,7 @@ def launch_source(case: Case, scheduled_mod) -> tuple[str, list[str]]:
             "host\n# function by tvm-fuzzharness; an argument is a parameter by position, a "
             "temporary the\n# host allocates, or a scalar); grid × block = the global work size.\n"
             "LAUNCH = " + pprint.pformat(plan, width=100, sort_dicts=False) + "\n")
-    return text, sorted(code.plan.kernels)
+    return text
 
 
 #: the OpenCL runtime of a script: TVM's codegen, then pyopencl (TIR and Relax scripts)

@@ -245,7 +245,7 @@ def _launch_section(case: Case, e) -> str:
     mod = replay_trace(e.func, case.trace).mod if case.trace and case.trace[0] else \
         s_tir.Schedule(e.func).mod
     try:
-        text, _ = opencl_script.launch_source(case, mod)
+        text = opencl_script.launch_source(case, mod)
     except NotReproducible:
         raise
     except Exception:  # noqa: BLE001 - TVM fails while it lowers or generates: no kernels
