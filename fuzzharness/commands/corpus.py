@@ -62,9 +62,9 @@ def main(args, argv) -> int:
         bad = 0
         for e in entries:
             run = run_script(e.script)
-            ok = run.exit_code == e.expected_exit
+            ok = run.status == e.expected_exit
             bad += not ok
-            print(f"{'ok ' if ok else 'BAD'} {e.name:<40} exit {run.exit_code} "
+            print(f"{'ok ' if ok else 'BAD'} {e.name:<40} exit {run.status} "
                   f"(expected {e.expected_exit}: {e.meta['expected']}) {run.seconds:.1f} s")
         return EXIT_FINDINGS if bad else EXIT_OK
     except corpus.CorpusError as e:

@@ -47,7 +47,7 @@ def check_corpus(state: State, spec: corpus.Entry) -> None:
     v, case = result.verdict, result.case or spec.case
     script = spec.dir / "repro.py"
     run = run_script(script, timeout=state.timeout) if script.is_file() else None
-    code, output = (run.exit_code, run.output[-2000:]) if run else (None, "")
+    code, output = (run.status, run.output[-2000:]) if run else (None, "")
     origin = (spec.case or {}).get("origin") or {}
     if origin.get("failing_call") and origin.get("failing_verdict") and code == 1:
         # a failure while the schedule was drawn: case.json holds the trace *before* the

@@ -169,8 +169,8 @@ def run_on(release: str, python: str | Path, repro: Path | None, case: Any | Non
         from fuzzharness.repro.verify import run_script
 
         run = run_script(repro, python=str(python), timeout=timeout)
-        out.repro_exit = run.exit_code
-        out.repro = {1: "reproduces", 0: "fixed"}.get(run.exit_code, "other")
+        out.repro_exit = run.status
+        out.repro = {1: "reproduces", 0: "fixed"}.get(run.status, "other")
         lines = [ln for ln in run.output.splitlines() if ln.strip()]
         result = [ln for ln in lines if ln.startswith("RESULT")]
         out.repro_line = (result or lines or [""])[-1].strip()[:300]

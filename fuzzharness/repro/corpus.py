@@ -297,8 +297,8 @@ def _signature_of(src: Path, case) -> Any:
 
     if case.origin.get("failing_call") and case.origin.get("failing_verdict"):
         run = run_script(src / "repro.py")
-        if run.exit_code != 1:
-            raise CorpusError(f"{src}/repro.py exited {run.exit_code}: it does not reproduce")
+        if not run.reproduced:
+            raise CorpusError(f"{src}/repro.py exited {run.status}: it does not reproduce")
         return signature(None, Verdict.from_dict(case.origin["failing_verdict"]))
     verdict = run_isolated(case, 300.0)
     sig = signature(case.to_dict(), verdict)

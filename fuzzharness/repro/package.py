@@ -88,7 +88,8 @@ def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
     last = runs[-1]
     record.update(runs=len(runs), exit_code=last.exit_code, output=last.output[-OUTPUT_TAIL:])
     if not all(r.reproduced for r in runs) or len(runs) < verify_times:
-        return _not_reproduced(d, record, bucket, title, runs,
+        fault = last.script_fault
+        return _not_reproduced(d, record, bucket, title, runs, fault or
                                f"the script exited {last.exit_code} (1 means reproduced)")
     record["reproduced"] = True
     t = None

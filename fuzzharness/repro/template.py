@@ -16,7 +16,54 @@ both inserted before :data:`RUNNER`: a memory bug reproduces every time and says
 Exit status of a repro: 1 the bug reproduces, 0 fixed (a correct result, or TVM now refuses
 the schedule with a ScheduleError), 2 something else happened (a different error, a crash
 where none was expected, no result at all).
+
+The exit contract: **1 only when TVM misbehaves** — computes a wrong result, crashes, hangs,
+or raises where the schedule is legal.  An exception raised by the script's own code (making
+the inputs, converting outputs, the float64 reference, the judge) is exit 2 with one line
+``SCRIPT ERROR: ...`` that names the part, never 1 — else a script whose judge breaks would
+keep "reproducing" after TVM is fixed.  Three mechanisms, in every script:
+
+* :data:`PRELUDE` (right after the standard-library imports, before anything can fail) makes
+  every exception that reaches the top of the parent exit 2 (``sys.excepthook``), naming the
+  part the parent was in (``_PART``) — the module-level TVMScript, a missing package, the
+  reference, the judge;
+* the child marks the stages only the script's code runs (``inputs``, ``save``) and, for an
+  exception inside ``compile_and_run``, says whether it came through TVM (a frame of tvm,
+  tvm_ffi, pyopencl or TVM's C++; the guard zones' ``OutOfBoundsWrite``; an OpenCL build's
+  ``GeneratedCodeError``) or from the script alone (``[repro] fault: script``);
+* outputs of dtypes numpy cannot store (bfloat16, float8: ml_dtypes) travel as float32,
+  which holds each of their values exactly.
+
+The harness counts a run as reproduced only with exit 1 *and* the closing
+``RESULT: the bug reproduces`` line (:mod:`fuzzharness.repro.verify`).
 """
+
+#: the standard-library imports every script starts with, then the exit contract's hook
+STDLIB_IMPORTS = ("import json\nimport os\nimport re\nimport signal\nimport subprocess\n"
+                  "import sys\nimport tempfile\n")
+
+PRELUDE = r'''
+# -- exit contract: 1 only when TVM misbehaves; a fault of this script's own code is exit 2 ---
+_PART = "loading the script (imports, the program as TVMScript)"
+
+
+def _script_fault(kind, value, tb):
+    import traceback
+
+    if issubclass(kind, KeyboardInterrupt):
+        print("RESULT: interrupted (exit 130)", flush=True)
+        os._exit(130)
+    traceback.print_exception(kind, value, tb)
+    line = (traceback.format_exception_only(kind, value) or ["?"])[-1].strip()
+    print(f"SCRIPT ERROR: the repro script's own code failed while {_PART}: {line[:300]}")
+    print("RESULT: something else happened (exit 2)", flush=True)
+    sys.stderr.flush()
+    os._exit(2)
+
+
+if sys.argv[1:2] != ["--child"]:  # the child's exceptions are judged by the parent
+    sys.excepthook = _script_fault
+'''
 
 RUNNER = r'''
 # -- compile and run: in a child process, so that a crash of TVM is reported, not fatal ------
@@ -32,12 +79,44 @@ def _poison(shape, dtype):
     return np.full(shape, np.nan, dtype=dtype)
 
 
+#: the script's own stages: an exception there is the script's fault, whatever it says
+_OWN_STAGES = ("inputs", "save")
+_TVM_FRAME = re.compile(r"(^|/)(tvm|tvm_ffi|pyopencl)/|\.(cc|h|cpp|cu|pxi|pyx)$|^<unknown>$")
+
+
+def _through_tvm(e):
+    """Did ``e`` come from TVM (or the kernels it generated), not from this script alone?"""
+    if type(e).__name__ in ("OutOfBoundsWrite", "GeneratedCodeError", "KeyboardInterrupt"):
+        return True
+    me, tb = os.path.abspath(__file__), e.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if name != me and _TVM_FRAME.search(name):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _savable(array):
+    """numpy stores bfloat16/float8 (ml_dtypes) as raw bytes it cannot read back: float32
+    holds each of their values exactly (nan payloads included)."""
+    array = np.asarray(array)
+    return array.astype(np.float32) if array.dtype.kind == "V" else array
+
+
 def _child(path):
+    _stage("inputs")
     x = make_inputs()
-    result = {"out_" + k: v for k, v in compile_and_run(x).items()}
-    if EXPECT["compare"] == "unscheduled":
-        result.update({"base_" + k: v for k, v in compile_and_run(x, scheduled=False).items()})
-    np.savez(path, **result)
+    try:
+        result = {"out_" + k: v for k, v in compile_and_run(x).items()}
+        if EXPECT["compare"] == "unscheduled":
+            result.update({"base_" + k: v for k, v in compile_and_run(x, scheduled=False).items()})
+    except BaseException as e:
+        if not _through_tvm(e):
+            print("[repro] fault: script", file=sys.stderr, flush=True)
+        raise
+    _stage("save")
+    np.savez(path, **{k: _savable(v) for k, v in result.items()})
     _stage("done")
 
 
@@ -92,6 +171,8 @@ def _signal_name(code):
 
 def check():
     """Run the child, judge what happened; return the exit status (see the docstring)."""
+    global _PART
+    _PART = "running the child process"
     print(f"TVM {tvm.__version__}, target {json.dumps(TARGET)}, "
           f"pass config {json.dumps(PASS_CONFIG)}")
     print(f"expecting: {EXPECT['summary']}")
@@ -116,6 +197,14 @@ def check():
             same = EXPECT["symptom"] == "crash" and (EXPECT.get("signal") in (None, name)
                                                       or name in EXPECT.get("signals", ()))
             return 1 if same else 2
+        own = stage in _OWN_STAGES or "[repro] fault: script" in proc.stderr
+        log = "\n".join(ln for ln in log.splitlines() if ln != "[repro] fault: script")
+        if proc.returncode != 0 and own:
+            lines = _exception_lines(log)
+            print("\n".join(lines))
+            print(f"SCRIPT ERROR: the repro script's own code failed in the child (stage "
+                  f"{stage}, not inside TVM): {(lines or ['?'])[-1][:300]}")
+            return 2
         if proc.returncode != 0 or stage != "done":
             print(f"actual:    an exception in stage {stage}:")
             print("\n".join(_exception_lines(log)))
@@ -125,6 +214,7 @@ def check():
                 print("TVM now refuses this schedule with a ScheduleError: counted as fixed")
                 return 0
             return 2
+        _PART = "reading the child's outputs"
         with np.load(path) as data:
             outputs = {k[4:]: data[k] for k in data.files if k.startswith("out_")}
             base = {k[5:]: data[k] for k in data.files if k.startswith("base_")}
@@ -133,7 +223,10 @@ def check():
         print("actual:    " + (f"outputs {differ} differ from the unscheduled program's bits"
                                if differ else "the same bits as the unscheduled program"))
         return 1 if differ else 0
-    worst, message, failed = _judge(outputs, reference(make_inputs()))
+    _PART = "computing the float64 reference"
+    expected = reference(make_inputs())
+    _PART = "judging the outputs"
+    worst, message, failed = _judge(outputs, expected)
     print(f"actual:    {message}")
     if failed:
         return 1 if EXPECT["symptom"] in ("wrong_result", "nan_inf") else 2

@@ -3,7 +3,13 @@
 The script is started with ``python -I`` (isolated mode: no ``PYTHONPATH``, no current
 directory, no user site-packages) from its own directory, so an accidental import of this
 harness fails instead of passing unnoticed; the static check :func:`foreign_imports` says
-the same before anything runs.  A repro *reproduces* when it exits with status 1.
+the same before anything runs.
+
+A repro *reproduces* when it exits with status 1 **and** its runner said so last
+(``RESULT: the bug reproduces``): Python itself exits 1 on an exception nobody caught, so an
+exit status alone cannot tell TVM's bug from a fault of the script's own code (the exit
+contract of :mod:`fuzzharness.repro.template`; a script written before that contract has no
+hook that turns such a fault into exit 2).
 """
 
 from __future__ import annotations
@@ -18,6 +24,10 @@ from pathlib import Path
 #: pyopencl: OpenCL scripts launch TVM's kernels with it (fuzzharness.kinds.tir.opencl_script)
 ALLOWED_MODULES = {"numpy", "tvm", "ml_dtypes", "pyopencl"}
 REPRODUCES, FIXED, OTHER = 1, 0, 2
+#: the runner's last line when the bug reproduces (fuzzharness.repro.template.RUNNER)
+REPRODUCES_LINE = "RESULT: the bug reproduces"
+#: the runner's line when the script's own code failed (exit 2)
+SCRIPT_ERROR = "SCRIPT ERROR:"
 
 
 @dataclasses.dataclass
@@ -28,7 +38,28 @@ class Run:
 
     @property
     def reproduced(self) -> bool:
-        return self.exit_code == REPRODUCES
+        return self.exit_code == REPRODUCES and REPRODUCES_LINE in self.output \
+            and SCRIPT_ERROR not in self.output
+
+    @property
+    def status(self) -> int | None:
+        """The exit status as the contract reads it: an exit 1 without the runner's verdict
+        (the script's own fault) is 2."""
+        if self.exit_code == REPRODUCES and not self.reproduced:
+            return OTHER
+        return self.exit_code
+
+    @property
+    def script_fault(self) -> str | None:
+        """The script's own fault (its ``SCRIPT ERROR`` line, or an exit 1 without the
+        runner's verdict: an exception nobody caught), else None."""
+        for line in self.output.splitlines():
+            if line.startswith(SCRIPT_ERROR):
+                return line
+        if self.exit_code == REPRODUCES and REPRODUCES_LINE not in self.output:
+            tail = [ln for ln in self.output.splitlines() if ln.strip()][-1:] or ["?"]
+            return f"{SCRIPT_ERROR} exit 1 without the runner's verdict: {tail[0][:200]}"
+        return None
 
 
 def foreign_imports(text: str) -> list[str]:

@@ -102,8 +102,8 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str = "", versions: di
     parts = [
         _header(case, verdict, bucket, vers, expect, title, source, schedule.get("layout"),
                 "tvm, numpy and pyopencl (with an OpenCL device)" if opencl else "tvm and numpy"),
-        "import json\nimport os\nimport re\nimport signal\nimport subprocess\nimport sys\n"
-        "import tempfile\n\n" + ("import ml_dtypes\n" if needs_ml else "")
+        template.STDLIB_IMPORTS + template.PRELUDE,
+        ("import ml_dtypes\n" if needs_ml else "")
         + "import numpy as np\nimport tvm\nfrom tvm import relax, s_tir\n"
         "from tvm.script import ir as I\nfrom tvm.script import relax as R\n"
         "from tvm.script import tirx as T\n",

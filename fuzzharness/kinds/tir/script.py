@@ -203,8 +203,8 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str, signature: Signat
                      "tvm, numpy and pyopencl (with an OpenCL device)" if opencl and runs_kernel else "tvm and numpy")
     parts = [
         header,
-        "import json\nimport os\nimport re\nimport signal\nimport subprocess\nimport sys\n"
-        "import tempfile\n\n" + ("import ml_dtypes\n" if needs_ml else "") +
+        template.STDLIB_IMPORTS + template.PRELUDE,
+        ("import ml_dtypes\n" if needs_ml else "") +
         "import numpy as np\nimport tvm\nfrom tvm import s_tir\nfrom tvm.script import tirx as T\n",
         f"TARGET = {py_literal(case.target)}\nPASS_CONFIG = {py_literal(case.pass_config)}\n"
         f"TIMEOUT = {child_timeout}  # seconds for the child process\n"
