@@ -142,6 +142,51 @@ def test_ddmin_ends_with_the_single_unit_round_so_the_result_is_1_minimal():
                  lambda cands: next((c for c in cands if 3 in c), None)) == [3]
 
 
+def test_trace_minimization_removes_steps_that_only_go_together():
+    """An annotate and its unannotate: without the annotate the unannotate fails (no
+    candidate), without the unannotate the annotation hides the bug.  ddmin alone keeps both
+    (1-minimal); the pair round removes them together.  The other side: a pair the bug needs
+    stays, and so does a single step it needs."""
+    from fuzzharness.minimize.passes import ddmin_trace
+
+    insts = [
+        ["GetSBlock", [], ["B", "main"], ["b0"]],  # 0
+        ["GetLoops", ["b0"], [], ["l1", "l2"]],  # 1
+        ["Annotate", ["l1", 1], ["pragma_hide"], []],  # 2
+        ["LoopPartition", ["l2"], [], ["l3", "l4"]],  # 3
+        ["Unannotate", ["l1"], ["pragma_hide"], []],  # 4
+        ["Parallel", ["l1"], [], []],  # 5
+    ]
+
+    def replays(t) -> bool:  # an unannotate of an annotation that is not there fails
+        kinds = trace_edit.kinds(t)
+        return "Unannotate" not in kinds or "Annotate" in kinds
+
+    def put(_, t):
+        return t if replays(t) else None
+
+    def run(interesting):
+        first = lambda cands: next((c for c in cands if interesting(c)), None)  # noqa: E731
+        ddmin_only = ddmin([insts, []], lambda t: range(trace_edit.length(t)),
+                           lambda t, chunk: put(t, trace_edit.drop_dead_lookups(trace_edit.remove(t, chunk))),
+                           first)
+        return trace_edit.kinds(ddmin_only), trace_edit.kinds(ddmin_trace([insts, []], lambda t: t, put, first, lambda: False))
+
+    def bug(t) -> bool:  # the partition, without the hiding annotation left on
+        kinds = trace_edit.kinds(t)
+        return "LoopPartition" in kinds and not ("Annotate" in kinds and "Unannotate" not in kinds)
+
+    alone, paired = run(bug)
+    assert "Annotate" in alone and "Unannotate" in alone  # what ddmin alone leaves
+    assert paired == ["GetSBlock", "GetLoops", "LoopPartition"]
+    # a bug that needs the parallel and the partition keeps both, and nothing else
+    _, paired = run(lambda t: bug(t) and "Parallel" in trace_edit.kinds(t))
+    assert paired == ["GetSBlock", "GetLoops", "LoopPartition", "Parallel"]
+    # a bug that needs the annotation pair keeps it
+    _, paired = run(lambda t: bug(t) and "Unannotate" in trace_edit.kinds(t))
+    assert paired == ["GetSBlock", "GetLoops", "Annotate", "LoopPartition", "Unannotate"]
+
+
 def test_ddmin_stops_when_told():
     result = ddmin(synthetic_trace(), lambda t: range(trace_edit.length(t)),
                    lambda t, c: trace_edit.remove(t, c), lambda cands: cands[0],

@@ -5,7 +5,8 @@ Every pass works on any registered workload — it reads the workload's own para
 input specs and dtype labels, never a hard-coded list — and never makes a case harder:
 
 ``trace``      ddmin over the schedule trace; an instruction goes with everything that uses
-               its outputs (:mod:`fuzzharness.minimize.trace_edit`), then dead lookups go
+               its outputs (:mod:`fuzzharness.minimize.trace_edit`), then dead lookups go; on a
+               short trace, pairs of steps too (an annotate with its unannotate)
 ``decisions``  sampling decisions toward the simplest choice: a perfect tile with every
                factor but one 1 (the whole extent in one loop), categorical choice 0,
                compute location "root"; literal split / partition factors toward 1 or the
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from itertools import combinations
 from typing import Any
 
 from fuzzharness.core.case import Case
@@ -83,12 +85,21 @@ def minimize_trace(case: Case, first_interesting: Callable[[list[Case]], Case | 
                         first_interesting, should_stop)
 
 
+#: pairs of steps are tried together when at most this many schedule steps remain
+PAIR_LIMIT = 8
+
+
 def ddmin_trace(case: Case, get: Callable[[Case], Any], put: Callable[[Case, Any], Case | None],
                  first_interesting: Callable[[list[Case]], Case | None],
                  should_stop: Callable[[], bool]) -> Case:
     """ddmin over the instructions of the trace ``get(case)``; ``put(case, trace)`` makes
     the candidate (or None to skip it).  An instruction goes with its dependents, then dead
-    lookups go."""
+    lookups go.
+
+    ddmin ends 1-minimal: no single step can go.  Steps that only go together stay — an
+    ``annotate`` whose ``unannotate`` fails without it, while the annotation left alone
+    hides the bug — so a short trace (≤ :data:`PAIR_LIMIT` schedule steps) is also made
+    2-minimal: every pair of steps is tried, and after a removal ddmin runs again."""
     def units(c: Case) -> list[int]:
         return list(range(trace_edit.length(get(c))))
 
@@ -97,7 +108,18 @@ def ddmin_trace(case: Case, get: Callable[[Case], Any], put: Callable[[Case, Any
         new = trace_edit.drop_dead_lookups(trace_edit.remove(old, chunk))
         return None if new == old else put(c, new)
 
-    return ddmin(case, units, remove, first_interesting, should_stop)
+    while True:
+        case = ddmin(case, units, remove, first_interesting, should_stop)
+        insts = trace_edit.instructions(get(case))
+        steps = [i for i, inst in enumerate(insts) if not trace_edit.is_pure(inst)]
+        if should_stop() or not 2 <= len(steps) <= PAIR_LIMIT:
+            return case
+        candidates = [c for c in (remove(case, list(pair)) for pair in combinations(steps, 2))
+                      if c is not None]
+        found = first_interesting(candidates) if candidates else None
+        if found is None:
+            return case
+        case = found
 
 
 def size(case: Case) -> int:
