@@ -3,7 +3,9 @@ no script, no network) and a markdown summary for a CI job page.
 
 What comes first is what a maintainer acts on:
 
-1. **New findings** — one row per new finding bucket (later: per root cause), most severe
+0. **Distinct bugs** — the verified repros grouped by root cause, one row per bug with its
+   repro (when anything was minimized);
+1. **New findings** — one row per new finding bucket, most severe
    first: severity, cases, title, the replay command of its first case, and its repro — a
    link, whether it reproduced in a fresh process, or why there is none (not minimized
    within the time cap, minimization off, the script did not reproduce: its exit and last
@@ -173,6 +175,15 @@ def render_html(rep: Report, out: Path) -> str:
     parts.append('<div class="cards">' + "".join(
         f'<div class="card {c}"><b>{v}</b>{_e(k)}</div>' for k, v, c in cards) + "</div>")
 
+    rc = rep.root_causes
+    if len(rc):  # what a maintainer files: one row per distinct bug, its best repro
+        parts.append(f"<h2 id='root-causes'>Distinct bugs: {len(rc)} (root causes, from "
+                     f"{int(rc['buckets'].sum())} minimized buckets)</h2>")
+        parts.append('<p class="note">verified repros grouped by root cause: an error\'s text, '
+                     "the IR shape of its mechanism, or its minimal trigger "
+                     "(fuzzharness/buckets/root_causes.py); one repro each.</p>")
+        parts.append(_table(rc.assign(repro=[_rel(p, out) if p else "" for p in rc["repro"]]),
+                            index=False))
     parts.append(f'<h2 id="new">New findings ({t["new"]})</h2>')
     parts.append('<p class="note">findings that match no known bug, most severe first '
                  "(high: a silent wrong answer or a crash of the kernel; medium: a hang or a "
@@ -242,14 +253,6 @@ def render_html(rep: Report, out: Path) -> str:
                      f"{int((g['accepted'] == 0).sum())} never accepted)</summary>"
                      f"{_table(g.sort_values('accepted'))}</details>")
 
-    rc = rep.root_causes
-    if len(rc):
-        parts.append(f"<h2 id='root-causes'>Root causes: {len(rc)} from {int(rc['buckets'].sum())} minimized "
-                     "buckets</h2>")
-        parts.append('<p class="note">verified repros grouped by their minimized trigger and '
-                     "culprit pass.</p>")
-        parts.append(_table(rc.assign(repro=[_rel(p, out) if p else "" for p in rc["repro"]]),
-                            index=False))
     parts.append('<h2 id="campaigns">Campaigns</h2>')
     parts.append(_table(rep.summary, index=False, floats="{:g}"))
     parts.append("</body></html>")
@@ -380,7 +383,7 @@ def render_markdown(rep: Report, html_name: str | None = None, md_path: Path | N
         out.append("none — no TVM findings.\n")
     rc = rep.root_causes
     if len(rc):
-        out.append(f"\n### Root causes: {len(rc)} from {int(rc['buckets'].sum())} minimized buckets\n")
+        out.append(f"\n### Distinct bugs: {len(rc)} (root causes, from {int(rc['buckets'].sum())} minimized buckets)\n")
         out.append(md_table(rc.head(top)[["cases", "buckets", "title", "repro"]]))
     if len(rep.known):
         out.append(f"\n### Known bugs seen ({len(rep.known)})\n")

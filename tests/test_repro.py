@@ -296,6 +296,51 @@ def test_root_causes_group_the_repros_of_a_version_3_database(tmp_path):
     db.close()
 
 
+def test_a_version_5_database_is_rekeyed_and_attached_buckets_join_their_root_cause(tmp_path):
+    """5 → 6: root causes stored by version 1 of the identity (primitive sequence and an
+    unconfirmed culprit in the key) are keyed again from their fields, so two repros of one
+    bug that differed only in order and culprit become one distinct bug, while another bug
+    stays apart; a bucket attached without minimizing joins its root cause, and an
+    attachment to a root cause the database does not hold counts nowhere."""
+    from fuzzharness.buckets.root_causes import RootCause
+    from fuzzharness.campaign.db import ResultsDB
+
+    db = ResultsDB(tmp_path, create=True)
+    db.create_campaign(1, {}, {})
+    db.close()
+    v1 = {"symptom": "wrong_output", "stage": "verify", "options": [], "facts": [], "detail": "",
+          "site": "", "workload": "", "dtype": ""}
+    rows = [("b1", v1 | {"primitives": ["compute_at", "vectorize"], "culprit": "tirx.StorageRewrite"}),
+            ("b2", v1 | {"primitives": ["vectorize", "compute_at"], "culprit": "tirx.Simplify"}),
+            ("b3", v1 | {"primitives": ["loop_partition"], "culprit": "schedule"})]
+    con = sqlite3.connect(tmp_path / "results.sqlite")
+    con.execute("DROP TABLE attachments")
+    for bucket, fields in rows:
+        con.execute("INSERT INTO repros(bucket, reproduced, runs, created, length, path, title, "
+                    "root_cause, root_cause_fields) VALUES (?, 1, 1, 0, 2, ?, ?, ?, ?)",
+                    (bucket, f"/r/{bucket}", bucket, f"v1-{bucket}", json.dumps(fields)))
+    con.execute("INSERT INTO buckets(key, symptom, stage, title, signature, first_seen, last_seen, "
+                "count, example_idx) VALUES ('b4', 'wrong_result', 'verify', 't', '{}', 0, 0, 5, 9)")
+    con.execute("UPDATE meta SET value = '5' WHERE key = 'schema'")
+    con.commit()
+    con.close()
+    db = ResultsDB(tmp_path)
+    keys = {r["bucket"]: r["root_cause"] for r in db.repros()}
+    assert keys["b1"] == keys["b2"] != keys["b3"] and not keys["b1"].startswith("v1-")
+    assert db.repro("b1")["root_cause_fields"]["version"] == 2
+    assert RootCause.from_dict(db.repro("b3")["root_cause_fields"]).culprit == "schedule"
+    db.attach("b4", keys["b1"], "ir_shape", via="b1")
+    db.attach("b5", "no-such-root-cause", "ir_shape")
+    causes = {r["key"]: r for r in db.root_causes()}
+    assert set(causes) == {keys["b1"], keys["b3"]}
+    assert causes[keys["b1"]]["buckets"] == ["b1", "b2"] and causes[keys["b1"]]["repros"] == 2
+    assert causes[keys["b1"]]["attached"] == {"b4": "ir_shape"} and causes[keys["b1"]]["cases"] == 5
+    assert causes[keys["b3"]]["attached"] == {}
+    db.close()
+    con = sqlite3.connect(tmp_path / "results.sqlite")
+    assert con.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0] == str(SCHEMA_VERSION)
+
+
 # -- the regression corpus ----------------------------------------------------------------------------
 def test_committed_corpus_entries_are_well_formed():
     from fuzzharness.repro.corpus import entries
@@ -448,8 +493,8 @@ def test_a_campaign_minimizes_its_new_bucket_while_it_runs(tmp_path, plugin_env)
                 "test_matmul_off_by_one", "--primitives", "split,reorder", "--no-progress",
                 "--target", "llvm", "--out", out, "--minimize-budget", "90", env=plugin_env)
     assert r.returncode == 1, r.stderr
-    assert "3 minimized, 3 verified repros → 1 root cause" in r.stdout, r.stdout
-    assert "root causes: 1 root cause from 3 minimized buckets" in r.stdout
+    assert "3 minimized, 3 verified repros → 1 distinct bug (root causes)" in r.stdout, r.stdout
+    assert "distinct bugs: 1 (root causes, from 3 buckets, 3 verified repros)" in r.stdout
     con = sqlite3.connect(out / "results.sqlite")
     rows = con.execute("SELECT reproduced, root_cause FROM repros").fetchall()
     assert len(rows) == 3 and all(ok for ok, _ in rows) and len({rc for _, rc in rows}) == 1

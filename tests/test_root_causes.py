@@ -66,11 +66,55 @@ def test_one_trigger_is_one_root_cause_whatever_the_workload_and_the_bystanders(
     assert a.title() == "wrong output (the scheduled program is already wrong) after loop_partition"
 
 
+def test_order_and_culprit_do_not_split_one_trigger():
+    """The same primitives in another order, or another pass the probe named (several passes
+    can each hide one bug), are one root cause: the culprit is recorded, not keyed."""
+    def rc(kinds, culprit):
+        sig = wrong(*(k.lower() for k in kinds))
+        return root_cause(case_with(*kinds), sig, culprit)
+
+    a = rc(("CacheWrite", "Vectorize"), "tirx.VectorizeLoop")
+    assert a.key == rc(("Vectorize", "CacheWrite"), "tirx.VectorizeLoop").key
+    assert a.key == rc(("CacheWrite", "Vectorize"), "tirx.StorageRewrite").key == rc(("CacheWrite", "Vectorize"), "").key
+    assert a.evidence == "trigger" and a.culprit == "tirx.VectorizeLoop"
+
+
+def test_a_mechanism_fact_merges_every_route_into_one_bug():
+    """alloc_in_vectorized_loop reached by compute_at, reverse_compute_at or write_at, on any
+    workload, is one root cause (ir_shape); without the fact the routes stay apart, and the
+    same routes with another symptom class or another mechanism are other bugs."""
+    routes = [("ComputeAt", "Vectorize"), ("Vectorize", "ReverseComputeAt"),
+              ("WriteAt", "Split", "Vectorize")]
+    alloc = ("alloc_in_vectorized_loop",)
+    keys = {root_cause(case_with(*r, workload=w), wrong(*(k.lower() for k in r), facts=alloc, workload=w)).key
+            for r in routes for w in ("row_sum", "matmul")}
+    assert len(keys) == 1
+    rc = root_cause(case_with(*routes[0]), wrong("computeat", "vectorize", facts=alloc))
+    assert rc.evidence == "ir_shape" and "alloc_in_vectorized_loop" in rc.title()
+    assert len({root_cause(case_with(*r), wrong(*(k.lower() for k in r))).key for r in routes}) == 3
+    init = root_cause(case_with(*routes[0]), wrong("computeat", "vectorize", facts=("reduction_init_repeated",)))
+    crash = root_cause(case_with(*routes[0]), Signature("crash", "run", kind="SIGSEGV", facts=alloc,
+                                                         primitives=("compute_at", "vectorize")))
+    hang = root_cause(case_with(*routes[0]), Signature("timeout", "run", facts=alloc,
+                                                        primitives=("compute_at", "vectorize")))
+    assert len({rc.key, init.key, crash.key, hang.key}) == 4
+    assert hang.evidence == "trigger"  # a hang is not what the mechanism explains
+
+
+def test_a_version_1_record_is_keyed_the_current_way():
+    """A root cause stored by version 1 (sequence, unconfirmed culprit) reads back as today's."""
+    v1 = {"symptom": "wrong_output", "stage": "verify", "primitives": ["vectorize", "cache_write"],
+          "options": [], "facts": [], "culprit": "tirx.StorageRewrite", "detail": "", "site": "",
+          "workload": "", "dtype": ""}
+    old = RootCause.from_dict(v1)
+    assert old.culprit == "" and old.version == 2 and old.primitives == ("cache_write", "vectorize")
+    assert old.key == root_cause(case_with("CacheWrite", "Vectorize"), wrong("cache_write", "vectorize")).key
+    assert RootCause.from_dict(old.to_dict()) == old
+    assert RootCause.from_dict(v1 | {"culprit": SCHEDULE_CULPRIT}).culprit == SCHEDULE_CULPRIT
+
+
 @pytest.mark.parametrize("other", [
-    dict(kinds=("Vectorize", "CacheWrite")),  # the same primitives in another order
     dict(kinds=("CacheWrite", "Vectorize", "Parallel")),  # one more primitive
-    dict(culprit="tirx.StorageRewrite"),  # another culprit pass
-    dict(culprit=SCHEDULE_CULPRIT),
     dict(pass_config={"tirx.disable_storage_rewrite": True}),  # an option the bug needs
     dict(target={"kind": "llvm", "mattr": ["-fma"]}),
     dict(symptom="crash", kind="SIGSEGV", stage="run"),  # another symptom
@@ -150,14 +194,36 @@ def test_a_minimized_case_confirms_or_refutes_the_known_bug():
     # another miscompile whose raw trace used merge: minimized, merge is gone or not alone
     other = RootCause("wrong_output", "verify", ("merge", "loop_partition"), culprit=SCHEDULE_CULPRIT)
     assert known.classify(wrong("merge", "loop_partition"), None, other) is None
-    # a trigger entry: the sequence, the culprit and the options must all be the entry's
+    # a trigger entry: the primitive set, a confirmed culprit and the options must be the entry's
     vec = RootCause("wrong_output", "verify", ("cache_write", "vectorize"), culprit="tirx.VectorizeLoop")
     assert known.classify(wrong("cache_write", "vectorize"), None, vec).bug.id == "vec-bug"
     assert known.classify(wrong("cache_write", "vectorize", symptom="nan_inf"), None, vec).bug.id == "vec-bug"
-    for changed in (dict(primitives=("vectorize", "cache_write")), dict(culprit="tirx.StorageRewrite"),
-                    dict(options=("mattr=-fma",))):
+    for same in (dict(primitives=("vectorize", "cache_write")), dict(culprit="")):  # order; unconfirmed
+        rc = RootCause(**(vec.to_dict() | same))
+        assert known.classify(wrong("cache_write", "vectorize"), None, rc).bug.id == "vec-bug", same
+    for changed in (dict(primitives=("cache_write", "parallel", "vectorize")),
+                    dict(culprit="tirx.StorageRewrite"), dict(options=("mattr=-fma",))):
         rc = RootCause(**(vec.to_dict() | changed))
         assert known.classify(wrong("cache_write", "vectorize"), None, rc) is None, changed
+
+
+def test_a_known_mechanism_is_known_by_any_route():
+    """An entry that names a mechanism fact knows every route into it; a route without the
+    fact, or another mechanism, is not that entry."""
+    doc = {"bug": [{"id": "vec-alloc", "title": "alloc in a vectorized loop",
+                    "match": {"symptom": "wrong_result", "primitives": ["compute_at", "vectorize"],
+                              "facts": ["alloc_in_vectorized_loop"]}}]}
+    known = KnownBugs.from_doc(doc)
+    alloc = ("alloc_in_vectorized_loop",)
+    for prims in (("compute_at", "vectorize"), ("reverse_compute_at", "vectorize"),
+                  ("cache_read", "split", "vectorize", "write_at")):
+        sig = wrong(*prims, facts=alloc)
+        rc = root_cause(case_with(*(p.title().replace("_", "") for p in prims)), sig)
+        assert known.classify(sig, None, rc).bug.id == "vec-alloc", prims
+    sig = wrong("reverse_compute_at", "vectorize")
+    assert known.classify(sig, None, root_cause(case_with("ReverseComputeAt", "Vectorize"), sig)) is None
+    sig = wrong("reverse_compute_at", "vectorize", facts=("reduction_init_repeated",))
+    assert known.classify(sig, None, root_cause(case_with("ReverseComputeAt", "Vectorize"), sig)) is None
 
 
 def test_no_corpus_entry_is_ever_new():
@@ -250,3 +316,62 @@ def test_a_memory_bug_names_its_buffer_and_index_when_the_run_reported_them():
     case = Case.from_dict(case_with("CacheWrite"))
     assert "writes out of bounds of buffer B at offset 12" in title(case, oob)
     assert "out of bounds" not in title(case, plain)
+
+
+def test_the_packaged_known_bugs_know_their_ir_shapes_and_no_more():
+    """Today's known-bugs file: the alloc-in-vectorized-loop bug by any route; blockize's
+    dropped init with the cache_read that gave it a sibling block; but a write_at that left
+    the init on the old buffer is not blockize's bug, and a loop_partition that also needs a
+    compute_at is not the plain loop_partition bug."""
+    known = KnownBugs.load(corpus=False)
+
+    def which(kinds, symptom="wrong_result", facts=(), workload="dense"):
+        sig = wrong(*(k.lower() for k in kinds), symptom=symptom, facts=facts, workload=workload)
+        m = known.classify(sig, "0.27.0", root_cause(case_with(*kinds, workload=workload), sig))
+        return m.bug.id if m else None
+
+    alloc = ("alloc_in_vectorized_loop",)
+    assert which(("compute_at", "vectorize"), facts=alloc) == "alloc-in-vectorized-loop-not-widened"
+    assert which(("write_at", "split", "vectorize"), symptom="nan_inf", facts=alloc) == \
+        "alloc-in-vectorized-loop-not-widened"
+    assert which(("compute_at", "vectorize")) is None  # without the shape: not that bug
+    missing = ("reduction_init_missing",)
+    assert which(("cache_read", "blockize"), symptom="nan_inf", facts=missing) == "blockize-drops-reduction-init"
+    assert which(("loop_partition", "decompose_reduction", "write_at"), facts=missing) is None
+    repeated = ("reduction_init_repeated",)
+    assert which(("loop_partition",), facts=repeated) == "loop-partition-reduction-init"
+    assert which(("loop_partition", "compute_at"), symptom="nan_inf", facts=repeated,
+                 workload="row_sum") is None
+
+
+def test_a_kernel_corrupting_memory_is_one_symptom_whichever_check_caught_it():
+    """out_of_bounds (a guard zone), SIGSEGV, SIGBUS, SIGABRT (glibc) from the run on are one
+    class, for the root cause and for the minimizer's "same bug"; a compiler that crashes
+    (lower) and a hang stay apart, and so do other primitives."""
+    from fuzzharness.minimize.predicate import SameBug
+
+    def crash(kind, stage="run", prims=("cache_write", "reindex_cache_write", "split")):
+        return Signature("crash", stage, kind=kind, workload="pad", dtype="float32", primitives=prims)
+
+    def key(sig):
+        return root_cause(case_with(*(p.title().replace("_", "") for p in sig.primitives), workload="pad"),
+                          sig).key
+
+    same = [crash("out_of_bounds"), crash("SIGSEGV"), crash("SIGABRT", "verify"), crash("SIGBUS")]
+    assert len({key(s) for s in same}) == 1
+    assert root_cause(None, same[0]).symptom == "crash/memory"
+    apart = [crash("SIGSEGV", "lower"), Signature("timeout", "run", workload="pad", primitives=same[0].primitives),
+             crash("out_of_bounds", prims=("cache_write", "split", "vectorize"))]
+    assert len({key(s) for s in apart} | {key(same[0])}) == 4
+    target = crash("SIGSEGV", prims=("cache_write", "parallel", "reindex_cache_write", "split"))
+    assert SameBug(target).matches(crash("out_of_bounds"))  # parallel dropped, caught by a guard zone
+    assert not SameBug(target).matches(crash("SIGSEGV", "lower"))
+    # reindex_cache_read is not cache_read in the key (its copy has bugs of its own), but
+    # blockize's known entry knows either as the sibling block it needed
+    missing = ("reduction_init_missing",)
+    a = root_cause(case_with("ReindexCacheRead", "Blockize"), wrong("reindex_cache_read", "blockize", facts=missing))
+    b = root_cause(case_with("CacheRead", "Blockize"), wrong("cache_read", "blockize", facts=missing))
+    assert a.key != b.key
+    known = KnownBugs.load(corpus=False)
+    assert {known.classify(wrong("blockize", p, facts=missing), "0.27.0", rc).bug.id
+            for p, rc in (("reindex_cache_read", a), ("cache_read", b))} == {"blockize-drops-reduction-init"}

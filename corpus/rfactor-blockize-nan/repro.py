@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """[Bug] [TIR] nan/inf in the output after blockize, rfactor: matmul (K=1, M=1, N=1, float32, llvm)
 
-Bucket  9a4164a79851724e
+Bucket  ab29130a02501144, found as bucket 9a4164a79851724e
         this case: nan_inf@verify [matmul float32] blockize+rfactor
 TVM 0.27.0.post1 · tvm-ffi 0.1.14.post1 · LLVM 22 · numpy 2.4.6 · Python 3.11.7
 Target  {"kind": "llvm"} · PassContext config {}

@@ -93,6 +93,8 @@ def campaign_findings(conn: sqlite3.Connection, known: KnownBugs, root: str | Pa
         row = conn.execute("SELECT versions FROM campaign").fetchone()
         tvm_version = json.loads(row[0]).get("tvm") if row else None
     repros = _repros(conn, tables)
+    # a bucket attached to a root cause unminimized is what that root cause's repro is
+    via = dict(conn.execute("SELECT bucket, via FROM attachments")) if "attachments" in tables else {}
     minimize_off = _minimization_off(conn, tables)
     out = []
     for key, symptom, stage, title, sig_json, first, last, n, example in conn.execute(
@@ -101,7 +103,10 @@ def campaign_findings(conn: sqlite3.Connection, known: KnownBugs, root: str | Pa
         if not Status(symptom).is_finding:
             continue
         sig = Signature.from_dict(json.loads(sig_json))
-        m, rc_key = _classify(known, sig, repros.get(key), tvm_version)
+        rec = repros.get(key)
+        if key in via and not (rec and rec.get("reproduced")):
+            rec = repros.get(via[key])
+        m, rc_key = _classify(known, sig, rec, tvm_version)
         bug = m.bug if m is not None else None
         f = Finding(key, title, symptom, stage, severity(symptom, stage), int(n), float(first),
                     float(last), int(example), known_id=bug.id if bug else "",

@@ -18,11 +18,17 @@ How sure a match is (:meth:`KnownBugs.classify`):
   entry's primitives is only **probably known**: another miscompile whose trace happens to
   use ``merge`` would match ``primitives = ["merge"]`` too.  It is minimized like a new
   bucket, and becomes *known* only when its minimized case's root cause
-  (:mod:`fuzzharness.buckets.root_causes`) is the entry's trigger — the same primitives
-  (the same sequence when the entry gives ``[bug.trigger] primitives``, else the same set),
-  the same culprit pass when the entry names one, the same options when it lists them, the
-  same symptom *class* (so a ``wrong_result`` entry also covers its ``nan_inf`` twin) —
-  otherwise it is *new*;
+  (:mod:`fuzzharness.buckets.root_causes`) is the entry's trigger — the same primitive set
+  (``[bug.trigger] primitives``, else ``[bug.match] primitives``), or, when the root cause
+  has a mechanism fact the entry's ``facts`` name, that mechanism whatever the primitives;
+  an entry that names IR-shape ``facts`` (all present) needs its primitives among the
+  trigger's, the rest of the trigger only copy-block steps (:data:`SIBLING_MAKERS`);
+  the same culprit pass when the entry names one and the root cause has a confirmed one;
+  the same options when it lists them, the same symptom *class* (so a ``wrong_result``
+  entry also covers its ``nan_inf`` twin) — otherwise it is *new*.  An entry whose trigger
+  is *one* primitive also knows a longer route: when the first schedule step after which the
+  minimized case fails (its culprit step, :mod:`fuzzharness.kinds.tir.step_bisect`) is that
+  primitive, with the entry's facts in that prefix;
 * a raw bucket that matches nothing is new; its minimized case may still turn out to be a
   known bug (a bystander primitive removed, a fact restored), and then it is known.
 """
@@ -36,7 +42,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from fuzzharness.buckets.root_causes import WRONG_OUTPUT, RootCause, options_of, root_cause
+from fuzzharness.buckets.root_causes import WRONG_OUTPUT, RootCause, family, options_of, root_cause
 from fuzzharness.buckets.signatures import BUCKETED, Signature
 from fuzzharness.core.verdict import Stage
 
@@ -49,6 +55,9 @@ _MATCH_KEYS = {"symptom", "kind", "stage", "detail", "site", "workloads", "dtype
                "primitives", "facts", "tvm"}
 _BUG_KEYS = {"id", "title", "link", "status", "notes", "match", "trigger"}
 _TRIGGER_KEYS = {"primitives", "culprit", "options"}
+#: primitives that only add a copy block next to the program's blocks
+#: (a cache of an *input*: a cache of the output moves where results go, its own bugs)
+SIBLING_MAKERS = frozenset({"cache_read", "reindex_cache_read"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,19 +118,35 @@ class KnownBug:
             return False
         if "workloads" in m and sig.workload not in m["workloads"]:
             return False
-        if "facts" in m and not set(m["facts"]) <= set(sig.facts):
+        mine = {family(p) for p in m.get("primitives", ())}
+        # the step TVM went wrong at is the entry's one primitive, with the entry's facts in
+        # that prefix: a longer route into the same bug (step_bisect)
+        by_step = bool(rc.step) and mine == {rc.step} and set(m.get("facts", ())) <= set(rc.step_facts)
+        if "facts" in m and not set(m["facts"]) <= set(sig.facts) and not by_step:
             return False
         if sig.symptom == "reference_mismatch" and "dtypes" in m and sig.dtype not in m["dtypes"]:
             return False
         trigger = self.trigger or {}
-        if "primitives" in trigger:
-            if list(trigger["primitives"]) != list(rc.primitives):
+        if rc.evidence == "ir_shape" and set(rc.mechanism) & set(m.get("facts", ())):
+            pass  # the entry names the mechanism: whatever route reached it is this bug
+        elif by_step and "primitives" not in trigger:
+            pass
+        elif "primitives" in trigger:
+            if {family(p) for p in trigger["primitives"]} != set(rc.primitives):
                 return False
-        elif set(m.get("primitives", ())) != set(rc.primitives) and (
+        elif "facts" in m and m["facts"]:
+            # the entry names the IR shape its bug leaves (checked above): its primitives
+            # must be there, and besides them only steps that add a copy block (a cache_read
+            # giving blockize the sibling block it needs) — any other step the minimized
+            # case could not drop may be another bug
+            theirs = set(rc.primitives)
+            if not mine <= theirs or not theirs - mine <= SIBLING_MAKERS:
+                return False
+        elif {family(p) for p in m.get("primitives", ())} != set(rc.primitives) and (
                 "primitives" in m or sig.primitives):
             return False
-        if trigger.get("culprit") and trigger["culprit"] != rc.culprit:
-            return False
+        if trigger.get("culprit") and rc.culprit and trigger["culprit"] != rc.culprit:
+            return False  # an unconfirmed culprit (none recorded) refutes nothing
         if "options" in trigger and sorted(trigger["options"]) != sorted(rc.options):
             return False
         return True

@@ -3,33 +3,38 @@ to minimize first.
 
 A bucket key (:mod:`fuzzharness.buckets.signatures`) is computed from the *raw* failing case:
 a wrong answer's key holds every primitive of its trace, bystanders included, so one bug
-shows up as several buckets.  Once a bucket's case is minimized, its **root cause** is keyed
-by the minimal trigger:
+shows up as several buckets.  Once a bucket's case is minimized, its **root cause** says
+which bug it is, from evidence that does not depend on the route that reached the bug.
+Every root cause records its ``evidence``:
 
-``symptom``     the symptom class — ``wrong_output`` for ``wrong_result`` and ``nan_inf`` alike
-                (a nan is a wrong value that happens to be nan: an unwritten, nan-poisoned
-                element or a bad read), else the status, with the crash kind
-                (``crash/SIGSEGV``)
-``stage``       where it was decided
-``primitives``  the minimized trace's schedule primitives *in trace order* (lookups and
-                samplers left out; an annotation named by what it spells, e.g. ``unroll``)
-``options``     the compiler options that survived minimization (``mcpu=…``, ``mattr=…``,
-                PassContext entries as ``key=value``): the ones the bug needs
-``facts``       the schedule facts of the minimized failure (``reduction_init_repeated``, …)
-``culprit``     the first lowering pass after which the program computes a different
-                function (:mod:`fuzzharness.kinds.tir.pass_bisect`), the pass that raised, or
-                ``schedule`` when disabling any single pass leaves the output wrong (the
-                scheduled program itself is wrong); ``""`` when not probed
-``workload``    only for a reference mismatch (no schedule to blame: the workload and dtype
-                are the trigger) — ``dtype`` likewise
+``error_text``  a failure with error text keeps its bucket key fields (symptom, kind, stage,
+                normalised message, throw site): the message and the place TVM threw it
+                name the bug, whatever schedule reached it;
+``ir_shape``    a wrong output (or a crash of the generated code) whose minimized case has a
+                **mechanism fact** (:data:`MECHANISM_FACTS`, computed from the program TVM
+                lowers: e.g. ``alloc_in_vectorized_loop`` — TVM's allocation planning puts
+                a buffer inside a vectorized loop, whichever of compute_at,
+                reverse_compute_at, cache_read/write, read_at/write_at or rfactor brought its
+                producer there): keyed by the symptom class and those facts alone;
+``trigger``     otherwise the minimal trigger: the symptom class, the stage, the minimized
+                trace's schedule primitives as a *set* (lookups and samplers left out; an
+                annotation named by what it spells, e.g. ``unroll``; variants of one step as
+                one, :func:`family` — none so far), the options
+                that survived minimization, the schedule facts; for a reference mismatch the
+                workload and dtype (no schedule to blame).
 
-A failure with error text keeps its bucket key fields (symptom, kind, stage, normalised
-message, throw site): the message already names the bug, whatever schedule reached it, so
-such a bucket is its own root cause.
+The ``culprit`` pass is recorded (and named in titles) only once a **fix test** confirmed it
+— the repro, run with that pass disabled, says fixed (:func:`fuzzharness.repro.verify.fix_test`),
+or the pass raised the error itself — and it is never part of the key: the pass probe names
+different passes for repros of one bug (the first of several implicated passes), and an
+unconfirmed name is a guess.
 
 Invariants: :func:`root_cause` is a function of plain data (the minimized case's JSON, its
-signature and the culprit); equal triggers give equal keys, and any difference in symptom
-class, stage, primitive sequence, options, facts or culprit gives different keys.
+signature and the confirmed culprit); equal evidence gives equal keys; any difference in
+symptom class, stage, primitive set, options, facts (or, for ``ir_shape``, mechanism facts)
+gives different keys.  The key carries :data:`VERSION`; :meth:`RootCause.from_dict` reads
+the fields of an older version and keys them the current way (databases, findings, corpus
+entries written before are migrated by reading them).
 
 Severity (:func:`severity`) orders the buckets a campaign minimizes: wrong results, nan/inf
 and crashes of the generated code first (a silent miscompile is what a user cannot see),
@@ -55,6 +60,27 @@ _WRONG = ("wrong_result", "nan_inf")
 SCHEDULE_CULPRIT = "schedule"
 #: target keys that are the target itself, not an option
 _TARGET_IDENTITY = ("kind", "device", "keys", "arch", "host")
+#: a kernel that corrupts memory (guard zones, signals, glibc's heap checks: one class)
+MEMORY_CRASH = "crash/memory"
+MEMORY_KINDS = ("SIGSEGV", "SIGBUS", "SIGABRT", "heap_damage", "out_of_bounds")
+#: stages in which a crash is the generated kernel's (glibc may notice heap damage later)
+KERNEL_STAGES = ("run", "verify", "baseline")
+#: primitive variants that are one step for the root-cause key (see family()).  Empty: the
+#: obvious candidates (reindex_cache_read ~ cache_read) have bugs of their own — the
+#: reindexed copy drops a split's predicate — so merging them would merge different bugs
+PRIMITIVE_FAMILIES: dict[str, str] = {}
+#: the version of the root-cause identity (1: primitive sequence and culprit in the key)
+VERSION = 2
+#: schedule facts that name a bug's mechanism in the program TVM lowers
+#: (fuzzharness.execution.facts): a wrong output with one of them is that bug, whatever route
+#: reached it.  Only facts of *one* faulty place qualify: ``reduction_init_missing`` and
+#: ``reduction_init_repeated`` are shapes several bugs leave (blockize dropping an init,
+#: write_at leaving it on the old buffer; loop_partition re-running it, or a compute_at after
+#: it), so they stay facts of the trigger.  benchmarks/mechanism_facts.py measures a
+#: candidate (how often it holds on passing cases); benchmarks/dedup_precision.py its merges.
+MECHANISM_FACTS = frozenset({"alloc_in_vectorized_loop"})
+#: evidence types: how a root cause was decided (see the module docstring)
+EVIDENCE = ("error_text", "ir_shape", "trigger")
 
 SEVERITY_LABELS = ("wrong result / nan / crash of the generated code", "hang or compiler crash",
                    "internal compile error", "reference mismatch / order divergence")
@@ -81,9 +107,20 @@ def minimize_order(buckets: list[dict[str, Any]], probably_known: set[str] = fro
 
 
 def symptom_class(sig: Signature) -> str:
+    """The symptom as one bug shows it: ``wrong_output`` for wrong values and nan alike;
+    :data:`MEMORY_CRASH` for a kernel that corrupts memory, whichever check noticed it first
+    (a guard zone, the MMU, glibc's heap checks); else the status with the crash kind."""
     if sig.symptom in _WRONG:
         return WRONG_OUTPUT
+    if sig.symptom == "crash" and sig.kind in MEMORY_KINDS and sig.stage in KERNEL_STAGES:
+        return MEMORY_CRASH
     return sig.symptom + (f"/{sig.kind}" if sig.kind else "")
+
+
+def family(primitive: str) -> str:
+    """A primitive as the root-cause key names it: variants that make the same change to
+    the program (a cache of an input or an output, with or without a re-indexing) are one."""
+    return PRIMITIVE_FAMILIES.get(primitive, primitive)
 
 
 def options_of(case: dict[str, Any] | None) -> tuple[str, ...]:
@@ -110,45 +147,81 @@ def _value(v: Any) -> str:
 class RootCause:
     symptom: str
     stage: str
-    primitives: tuple[str, ...] = ()
+    primitives: tuple[str, ...] = ()  # sorted, unique
     options: tuple[str, ...] = ()
     facts: tuple[str, ...] = ()
-    culprit: str = ""
+    culprit: str = ""  # a pass confirmed by a fix test (or SCHEDULE_CULPRIT); not in the key
     detail: str = ""  # failures with error text: the normalised message ...
     site: str = ""  # ... and where TVM threw it
     workload: str = ""  # reference mismatches only
     dtype: str = ""
+    evidence: str = ""  # one of EVIDENCE (derived when empty)
+    version: int = VERSION
+    step: str = ""  # the first schedule step after which it fails (step_bisect); not keyed
+    step_facts: tuple[str, ...] = ()  # the facts of the prefix that ends with that step
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "primitives", tuple(sorted({family(p) for p in self.primitives})))
+        object.__setattr__(self, "options", tuple(self.options))
+        object.__setattr__(self, "facts", tuple(self.facts))
+        object.__setattr__(self, "step_facts", tuple(self.step_facts))
+        if not self.evidence:
+            object.__setattr__(self, "evidence", "error_text" if self.has_text else
+                               "ir_shape" if self.mechanism and self.symptom in _MECHANISM_SYMPTOMS
+                               else "trigger")
 
     @property
     def has_text(self) -> bool:
         return bool(self.detail or self.site)
 
     @property
+    def mechanism(self) -> tuple[str, ...]:
+        return tuple(f for f in self.facts if f in MECHANISM_FACTS)
+
+    def identity(self) -> dict[str, Any]:
+        """What the key is a hash of: the evidence the module docstring lists, per type."""
+        if self.evidence == "error_text":
+            what = {"stage": self.stage, "detail": self.detail, "site": self.site}
+        elif self.evidence == "ir_shape":
+            what = {"mechanism": list(self.mechanism)}
+        else:
+            what = {"stage": self.stage, "primitives": list(self.primitives),
+                    "options": list(self.options), "facts": list(self.facts),
+                    "workload": self.workload, "dtype": self.dtype}
+        return {"version": VERSION, "evidence": self.evidence, "symptom": self.symptom, **what}
+
+    @property
     def key(self) -> str:
-        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        text = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
-        for f in ("primitives", "options", "facts"):
+        for f in ("primitives", "options", "facts", "step_facts"):
             d[f] = list(d[f])
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RootCause:
+        """Fields of any version, keyed the current way: a version-1 record (no ``version``)
+        kept an unconfirmed culprit, which is dropped, and its evidence is derived again."""
         known = {f.name for f in dataclasses.fields(cls)}
         d = {k: v for k, v in d.items() if k in known}
-        for f in ("primitives", "options", "facts"):
+        for f in ("primitives", "options", "facts", "step_facts"):
             d[f] = tuple(d.get(f) or ())
+        if int(d.get("version") or 1) < VERSION:
+            if d.get("culprit") != SCHEDULE_CULPRIT:
+                d["culprit"] = ""
+            d["evidence"], d["version"] = "", VERSION
         return cls(**d)
 
     def trigger(self) -> str:
-        """The minimal trigger in words: ``sch.a → sch.b`` (+ options)."""
-        what = " → ".join(self.primitives) if self.primitives else "no schedule"
+        """The minimal trigger in words: ``sch.a, sch.b`` (+ options)."""
+        what = ", ".join(self.primitives) if self.primitives else "no schedule"
         return what + (f" with {', '.join(self.options)}" if self.options else "")
 
     def title(self) -> str:
-        """One line: what goes wrong, in which pass, after which calls."""
+        """One line: what goes wrong, in which (confirmed) pass, after which calls."""
         where = ""
         if self.culprit == SCHEDULE_CULPRIT:
             where = " (the scheduled program is already wrong)"
@@ -158,16 +231,26 @@ class RootCause:
             return f"{self.symptom}@{self.stage}: {self.detail or self.site}"[:160]
         what = {WRONG_OUTPUT: "wrong output", "reference_mismatch": "reference mismatch"}.get(
             self.symptom, self.symptom)
+        if self.evidence == "ir_shape":
+            return f"{what}{where}: {', '.join(self.mechanism)} (after {self.trigger()}, one route)"
         head = f"{what}{where} after {self.trigger()}"
         if self.workload:
             head += f" [{self.workload} {self.dtype}]"
         return head + (f" ({', '.join(self.facts)})" if self.facts else "")
 
 
-def root_cause(case: dict[str, Any] | None, sig: Signature, culprit: str | None = "") -> RootCause:
-    """The root cause of a *minimized* failure (see the module docstring)."""
+#: symptom classes a mechanism fact identifies (wrong values, a kernel's memory crash)
+_MECHANISM_SYMPTOMS = (WRONG_OUTPUT, MEMORY_CRASH)
+
+
+def root_cause(case: dict[str, Any] | None, sig: Signature, culprit: str | None = "",
+               step: str = "", step_facts: tuple[str, ...] = ()) -> RootCause:
+    """The root cause of a *minimized* failure (see the module docstring); ``culprit``: a
+    pass confirmed by a fix test, or :data:`SCHEDULE_CULPRIT`, or ""; ``step``/``step_facts``:
+    the culprit schedule step (:mod:`fuzzharness.kinds.tir.step_bisect`), recorded only."""
     if sig.has_text:
-        return RootCause(symptom_class(sig), sig.stage, detail=sig.detail, site=sig.site)
+        return RootCause(symptom_class(sig), sig.stage, detail=sig.detail, site=sig.site,
+                         culprit=culprit or "")
     if sig.symptom == "reference_mismatch":
         return RootCause(sig.symptom, sig.stage, options=options_of(case), culprit=culprit or "",
                          workload=sig.workload, dtype=sig.dtype)
@@ -175,8 +258,21 @@ def root_cause(case: dict[str, Any] | None, sig: Signature, culprit: str | None 
         prims = primitive_sequence(((case or {}).get("schedule") or {}).get("trace"))
     else:  # a graph: its kind's primitives (operators and per-function primitives)
         prims = tuple(sig.primitives)
-    return RootCause(symptom_class(sig), sig.stage, prims, options_of(case), tuple(sig.facts),
-                     culprit or "")
+    symptom = symptom_class(sig)
+    stage = "run" if symptom == MEMORY_CRASH else sig.stage  # whichever stage noticed it
+    return RootCause(symptom, stage, prims, options_of(case), tuple(sig.facts), culprit or "",
+                     step=step, step_facts=tuple(step_facts))
+
+
+def mechanism_key(sig: Signature) -> str | None:
+    """The root-cause key a failure would have by its mechanism facts alone (``ir_shape``
+    evidence), from a *raw* signature: cheap evidence that a new bucket is a root cause
+    already found, before anything is minimized; None when it has no mechanism fact (or a
+    symptom the mechanism does not explain)."""
+    if sig.has_text or sig.symptom == "reference_mismatch":
+        return None
+    rc = RootCause(symptom_class(sig), sig.stage, facts=tuple(sig.facts))
+    return rc.key if rc.evidence == "ir_shape" else None
 
 
 def culprit_of(triage: Any, symptom: str) -> str:
@@ -194,3 +290,21 @@ def culprit_of(triage: Any, symptom: str) -> str:
     if symptom in _WRONG and getattr(triage, "passes", None):
         return SCHEDULE_CULPRIT
     return ""
+
+
+def distinct_bugs(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The campaign's distinct bugs as plain data (``run --json``, ``status --json``), from
+    :meth:`fuzzharness.campaign.db.ResultsDB.root_causes` rows: ``count`` (root causes),
+    ``buckets`` (minimized and attached), ``verified_repros``, ``attached`` and one entry per
+    bug with its best repro and its member buckets."""
+    return {
+        "count": len(rows),
+        "buckets": sum(len(r["buckets"]) + len(r.get("attached") or ()) for r in rows),
+        "verified_repros": sum(int(r.get("repros", len(r["buckets"]))) for r in rows),
+        "attached": sum(len(r.get("attached") or ()) for r in rows),
+        "bugs": [{"key": r["key"], "title": r["title"], "cases": r["cases"],
+                  "evidence": (r.get("fields") or {}).get("evidence", ""),
+                  "culprit": (r.get("fields") or {}).get("culprit", ""),
+                  "repro": r["path"], "buckets": r["buckets"],
+                  "attached": sorted(r.get("attached") or ())} for r in rows],
+    }

@@ -33,6 +33,11 @@ Tables::
                                       in every verification run in a fresh process;
                                       root_cause: the key of the minimized case's root cause
                                       (fuzzharness.buckets.root_causes), its fields as JSON
+    attachments(bucket PRIMARY KEY, root_cause, evidence, via, created)
+                                      a bucket placed in an existing root cause without
+                                      minimizing it (cheap evidence: its raw case has that
+                                      root cause's mechanism fact); via: the bucket whose
+                                      verified repro is the root cause's
     confirmations(idx PRIMARY KEY, outcome, campaign_verdict, alone_verdict, outputs,
                   culprit, search, finished)
                                       one row per confirmed (or refuted) failure: the verdict
@@ -53,7 +58,8 @@ migrated (additively, buckets recomputed from the stored verdicts) when opened. 
 ``repros`` (additive: an empty table).  3 → 4 added ``repros.root_cause`` and
 ``repros.root_cause_fields`` (additive; NULL for repros written before).  4 → 5 added
 ``results.process``, ``results.confirmation`` and ``confirmations`` (additive: older results
-read as unconfirmed).
+read as unconfirmed).  5 → 6: root-cause keys of version 2 (``repros.root_cause`` recomputed
+from the stored fields, :meth:`RootCause.from_dict`) and ``attachments`` (additive).
 """
 
 from __future__ import annotations
@@ -65,6 +71,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fuzzharness.buckets.root_causes import RootCause
 from fuzzharness.buckets.signatures import Signature, signature
 from fuzzharness.core.errors import UsageError
 from fuzzharness.core.storage import check_writable_dir, connect_readonly, integrity_problem
@@ -75,7 +82,7 @@ if TYPE_CHECKING:
     from fuzzharness.buckets.signatures import Signature
 
 APPLICATION = "tvm-fuzzharness"
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 DB_NAME = "results.sqlite"
 
 SCHEMA = """
@@ -153,6 +160,13 @@ CREATE TABLE IF NOT EXISTS repros(
     root_cause_fields TEXT
 );
 """ + """
+CREATE TABLE IF NOT EXISTS attachments(
+    bucket TEXT PRIMARY KEY,
+    root_cause TEXT NOT NULL,
+    evidence TEXT NOT NULL,
+    via TEXT,
+    created REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS confirmations(
     idx INTEGER PRIMARY KEY,
     outcome TEXT NOT NULL,
@@ -302,9 +316,23 @@ class ResultsDB:
                     if column not in columns:
                         self.conn.execute(f"ALTER TABLE results ADD COLUMN {column} TEXT")
             self.conn.executescript(SCHEMA)  # the confirmations table
+        if schema < 6:
+            self.conn.executescript(SCHEMA)  # the attachments table
+            with self.conn:
+                self._rekey_root_causes()
         with self.conn:
             self.conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'",
                               (str(SCHEMA_VERSION),))
+
+    def _rekey_root_causes(self) -> None:
+        """Every stored root cause keyed the current way (its fields read by
+        :meth:`RootCause.from_dict`, which upgrades older versions)."""
+        rows = self.conn.execute("SELECT bucket, root_cause_fields FROM repros "
+                                 "WHERE root_cause_fields IS NOT NULL").fetchall()
+        for bucket, fields in rows:
+            rc = RootCause.from_dict(json.loads(fields))
+            self.conn.execute("UPDATE repros SET root_cause = ?, root_cause_fields = ? WHERE bucket = ?",
+                              (rc.key, json.dumps(rc.to_dict(), sort_keys=True), bucket))
 
     def _rebuild_buckets(self) -> None:
         """Recompute every result's bucket from its stored case and verdict (one transaction)."""
@@ -567,27 +595,51 @@ class ResultsDB:
     def repro(self, bucket: str) -> dict[str, Any] | None:
         return next((r for r in self.repros() if r["bucket"] == bucket), None)
 
+    def attach(self, bucket: str, root_cause: str, evidence: str, via: str = "") -> None:
+        """Place ``bucket`` in the root cause ``root_cause`` without minimizing it."""
+        with self.conn:
+            self.conn.execute("INSERT OR REPLACE INTO attachments VALUES (?, ?, ?, ?, ?)",
+                              (bucket, root_cause, evidence, via, time.time()))
+
+    def attachments(self) -> dict[str, dict[str, Any]]:
+        """Bucket key → ``root_cause``, ``evidence``, ``via`` of each attached bucket."""
+        if not self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'attachments'").fetchone():
+            return {}  # a database older than schema 6, opened read-only
+        return {b: {"root_cause": rc, "evidence": ev, "via": via} for b, rc, ev, via in
+                self.conn.execute("SELECT bucket, root_cause, evidence, via FROM attachments")}
+
     def root_causes(self) -> list[dict[str, Any]]:
-        """The campaign's root causes: its verified repros grouped by the root cause of their
-        minimized case (:mod:`fuzzharness.buckets.root_causes`), most cases first.
+        """The campaign's root causes — its distinct bugs: the verified repros grouped by the
+        root cause of their minimized case (:mod:`fuzzharness.buckets.root_causes`), with the
+        buckets attached to them unminimized (:meth:`attach`), most cases first.
 
         Each row: ``key``, ``fields`` (the RootCause as a dict), ``title`` (of its
         representative repro's issue), ``buckets`` (keys of the buckets that minimized to it),
-        ``cases`` (results in those buckets), ``length`` (the shortest minimized trace) and
-        ``path`` (the representative repro directory: the shortest one).  Buckets whose repro
-        did not reproduce have no root cause and are not counted."""
+        ``attached`` (bucket → evidence, for buckets placed there without minimizing),
+        ``cases`` (results in all of them), ``repros`` (verified repros), ``length`` (the
+        shortest minimized trace) and ``path`` (the representative repro directory: the
+        shortest one).  Buckets whose repro did not reproduce have no root cause and are not
+        counted."""
         counts = dict(self.conn.execute("SELECT key, count FROM buckets"))
         groups: dict[str, list[dict[str, Any]]] = {}
         for r in self.repros():
-            if r["reproduced"] and r.get("root_cause"):
-                groups.setdefault(r["root_cause"], []).append(r)
+            if r["reproduced"] and r.get("root_cause_fields"):
+                key = RootCause.from_dict(r["root_cause_fields"]).key
+                groups.setdefault(key, []).append(r)
+        attached: dict[str, dict[str, str]] = {}
+        for bucket, a in self.attachments().items():
+            if a["root_cause"] in groups:
+                attached.setdefault(a["root_cause"], {})[bucket] = a["evidence"]
         out = []
         for key, reps in groups.items():
             best = min(reps, key=lambda r: (r["length"] if r["length"] is not None else 1 << 30,
                                             r["bucket"]))
+            extra = attached.get(key, {})
+            members = sorted(r["bucket"] for r in reps)
             out.append({"key": key, "fields": best.get("root_cause_fields") or {},
-                        "title": best["title"] or "", "buckets": sorted(r["bucket"] for r in reps),
-                        "cases": sum(int(counts.get(r["bucket"], 0)) for r in reps),
+                        "title": best["title"] or "", "buckets": members,
+                        "attached": dict(sorted(extra.items())), "repros": len(reps),
+                        "cases": sum(int(counts.get(b, 0)) for b in [*members, *extra]),
                         "length": best["length"], "path": best["path"]})
         return sorted(out, key=lambda d: (-d["cases"], d["key"]))
 

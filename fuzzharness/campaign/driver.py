@@ -53,7 +53,7 @@ from typing import Any
 from fuzzharness.backends.rpc import ENV as RPC_ENV
 from fuzzharness.buckets.findings import SEVERITIES, severity
 from fuzzharness.buckets.known_bugs import KnownBug, KnownBugs, Match
-from fuzzharness.buckets.root_causes import RootCause
+from fuzzharness.buckets.root_causes import RootCause, distinct_bugs
 from fuzzharness.buckets.signatures import Signature
 from fuzzharness.campaign import coverage
 from fuzzharness.campaign.confirm import Change, Confirmer
@@ -441,6 +441,9 @@ class Campaign:
         db = db or self.db
         stats = db.bucket_stats()
         repros = {r["bucket"]: r for r in db.repros()}
+        for bucket, a in db.attachments().items():  # attached unminimized: as its root cause's repro
+            if bucket not in repros and a["via"] in repros:
+                repros[bucket] = repros[a["via"]]
         out = []
         for b in db.buckets():
             sig = b["signature"]
@@ -540,14 +543,22 @@ def format_summary(s: CampaignSummary, *, limit: int = 15, coverage_table: bool 
 
 
 def format_root_causes(rows: list[dict], *, limit: int = 15) -> str:
-    """``N root causes from M buckets`` and one entry per root cause (ResultsDB.root_causes)."""
-    n_buckets = sum(len(r["buckets"]) for r in rows)
-    lines = [f"root causes: {len(rows)} root cause{'s' if len(rows) != 1 else ''} from "
-             f"{n_buckets} minimized bucket{'s' if n_buckets != 1 else ''}"]
+    """``N distinct bugs (from M buckets, K verified repros)`` and one entry per root cause
+    (ResultsDB.root_causes), its member buckets folded under it."""
+    d = distinct_bugs(rows)
+    n_buckets, n_repros, n_attached = d["buckets"], d["verified_repros"], d["attached"]
+    lines = [f"distinct bugs: {len(rows)} (root causes, from {n_buckets} bucket"
+             f"{'s' if n_buckets != 1 else ''}, {n_repros} verified repro{'s' if n_repros != 1 else ''}"
+             + (f", {n_attached} bucket{'s' if n_attached != 1 else ''} attached unminimized"
+                if n_attached else "") + ")"]
     for r in rows[:limit]:
+        evidence = (r.get("fields") or {}).get("evidence", "")
+        attached = r.get("attached") or {}
         lines.append(f"  {r['cases']:>5} × {r['title'][:110]}")
-        lines.append(f"        {len(r['buckets'])} bucket{'s' if len(r['buckets']) > 1 else ''}; "
-                     f"{r['length']} trace instructions; {r['path']}")
+        lines.append(f"        {len(r['buckets'])} minimized bucket{'s' if len(r['buckets']) > 1 else ''}"
+                     + (f" + {len(attached)} attached" if attached else "")
+                     + (f"; identity by {evidence.replace('_', ' ')}" if evidence else "")
+                     + f"; {r['length']} trace instructions; {r['path']}")
     if len(rows) > limit:
         lines.append(f"  ... {len(rows) - limit} more (ResultsDB.root_causes)")
     return "\n".join(lines)

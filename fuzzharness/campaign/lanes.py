@@ -17,6 +17,11 @@ pool's task stream (:meth:`Lanes.next_task`, :meth:`Lanes.deliver`):
   match with a known bug that the minimized case must confirm); the most frequent first.
   The order is decided when a lane becomes free, so a wrong answer found late still goes
   before the compile errors found early;
+* **cluster before minimizing**: a bucket whose raw case has the mechanism fact of a root
+  cause already verified (:func:`fuzzharness.buckets.root_causes.mechanism_key`) is attached
+  to it instead (the ``attachments`` table, evidence ``ir_shape``), and one whose mechanism
+  is being minimized waits for that outcome, so the minimizer goes to the next distinct
+  bug; a bucket left waiting when that minimization fails is minimized itself;
 * each bucket gets a time budget from what is left until :attr:`Lanes.end_at` (a fair share,
   at least :data:`MIN_SHARE`, at most ``per_bucket``); no bucket starts when less than
   :data:`MIN_START` is left; at ``end_at`` plus :data:`STOP_GRACE` a lane still busy is
@@ -41,7 +46,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fuzzharness.buckets.root_causes import minimize_order
+from fuzzharness.buckets.root_causes import mechanism_key, minimize_order
 from fuzzharness.campaign.db import ResultsDB
 from fuzzharness.core import interpreter
 from fuzzharness.engine.executor import TaskResult
@@ -55,6 +60,7 @@ STOP_GRACE = 90.0  # seconds past end_at a busy lane gets to write its repro bef
 READY_TIMEOUT = 180.0  # a lane imports TVM; a loaded machine can be slow
 TASK_PREFIX = "m"  # a lane task's id: "m<lane>:<n>" (campaign tasks are case indices)
 SKIPPED = "skipped (budget)"
+ATTACHED = "attached"  # placed in a root cause already found, by its mechanism (not minimized)
 
 
 @dataclasses.dataclass
@@ -182,7 +188,7 @@ class Lanes:
         if not self.pending:
             return
         rows = {b["key"]: b for b in self.db.buckets()}
-        for key in self._ordered(rows):
+        for key in self._cluster(self._ordered(rows), rows, waiting=True):
             b = rows[key]
             self.results.append(BucketRepro(key, b["title"], b["count"], SKIPPED))
         self.pending.clear()
@@ -224,13 +230,41 @@ class Lanes:
         if not free:
             return
         rows = {b["key"]: b for b in self.db.buckets()}
-        order = self._ordered(rows)
+        order = self._cluster(self._ordered(rows), rows)
         for lane in free:
             if not order:
                 break
             key = order.pop(0)
             self.pending.discard(key)
             self._start_job(lane, rows[key], now)
+
+    def _cluster(self, order: list[str], rows: dict[str, dict[str, Any]], *,
+                 waiting: bool = False) -> list[str]:
+        """Cluster before minimizing: a pending bucket whose raw case has the mechanism fact
+        of a root cause already verified is attached to it (no minimization); one whose
+        mechanism is being minimized right now waits for that outcome, so the lanes go to
+        the next distinct bug.  Returns the buckets to minimize now, in order (``waiting``:
+        and those that wait)."""
+        found = {rc["key"]: rc for rc in self.db.root_causes()}
+        busy = {mechanism_key(ln.job["signature"]) for ln in self._lanes.values()
+                if ln.job is not None} - {None}
+        out = []
+        for key in order:
+            mk = mechanism_key(rows[key]["signature"])
+            if mk is not None and mk in found:
+                via = found[mk]["buckets"][0]
+                self.db.attach(key, mk, "ir_shape", via)
+                self.pending.discard(key)
+                b = rows[key]
+                self.results.append(BucketRepro(key, b["title"], b["count"], ATTACHED,
+                                                root_cause=mk, note=f"as bucket {via}"))
+                self.say(f"bucket {key}: {ATTACHED} to root cause {mk} (mechanism "
+                         f"{', '.join(found[mk]['fields'].get('facts', []))}, as bucket {via})")
+            elif mk is None or mk not in busy or waiting:
+                out.append(key)
+                if mk is not None:
+                    busy.add(mk)
+        return out
 
     def _budget(self, now: float) -> float:
         if self.end_at is None:

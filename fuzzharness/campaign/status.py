@@ -24,6 +24,7 @@ from typing import Any
 
 from fuzzharness.buckets.findings import campaign_findings
 from fuzzharness.buckets.known_bugs import KnownBugs
+from fuzzharness.buckets.root_causes import distinct_bugs
 from fuzzharness.campaign import coverage
 from fuzzharness.campaign.db import ResultsDB
 from fuzzharness.campaign.settings import SettingsError
@@ -115,6 +116,7 @@ def read_status(directory: str | Path, known_bugs: str | None = None) -> dict[st
             conn.execute("SELECT status, stage, case_json FROM results"))
         harness = conn.execute("SELECT COUNT(*) FROM results WHERE status = 'harness_error'"
                                ).fetchone()[0]
+        bugs = distinct_bugs(db.root_causes())
     finally:
         db.close()
     state, marker = driver_state(directory)
@@ -147,6 +149,7 @@ def read_status(directory: str | Path, known_bugs: str | None = None) -> dict[st
         "repros": {s: sum(1 for f in findings if f.repro_status == s)
                    for s in ("reproduced", "not reproduced", "not minimized", "not recorded")},
         "new": [f.to_dict() for f in new],
+        "distinct_bugs": bugs,
         "versions": stored.get("versions") or {},
         "coverage": [list(r) for r in cov],
     }
@@ -178,6 +181,9 @@ def format_status(st: dict[str, Any], *, top: int = 10, coverage_table: bool = F
         f"{st['new_buckets']} new" + (f" ({sev})" if sev else "")
         + f", {len(st['known_bugs'])} known bugs",
         f"repros         {rep}",
+        f"distinct bugs  {st['distinct_bugs']['count']} (root causes, from "
+        f"{st['distinct_bugs']['buckets']} buckets, {st['distinct_bugs']['verified_repros']} "
+        f"verified repros, {st['distinct_bugs']['attached']} attached unminimized)",
     ]
     if st["harness_errors"]:
         lines.append(f"harness errors {st['harness_errors']} cases (bugs in fuzzharness, not TVM)")

@@ -9,6 +9,9 @@
      "harness_errors": 0,
      "new": [{"key", "title", "symptom", "stage", "severity", "count", "example_idx",
               "repro": "repros/<key>", "repro_status", "repro_note", ...}],
+     "distinct_bugs": {"count", "buckets", "verified_repros", "attached",
+                       "bugs": [{"key", "title", "cases", "evidence", "culprit", "repro",
+                                 "buckets", "attached"}]},
      "minimize": "<the minimization report, text>",
      "replay": "fuzzharness replay fuzz-runs/x <case index or id>"}
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from fuzzharness.buckets.findings import campaign_findings
+from fuzzharness.buckets.root_causes import distinct_bugs
 from fuzzharness.campaign.driver import CampaignSummary
 from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_HARNESS, EXIT_OK
 from fuzzharness.core.storage import connect_readonly
@@ -55,6 +59,7 @@ def summary_json(s: CampaignSummary) -> dict[str, Any]:
         "known_bugs": sorted({b.known.id for b in s.findings if b.known is not None}),
         "harness_errors": sum(b.count for b in s.harness_errors),
         "new": [f.to_dict() for f in findings if f.is_new],
+        "distinct_bugs": distinct_bugs(s.root_causes),
         "minimize": s.minimized,
         "replay": f"fuzzharness replay {s.out} <case index or id>",
     }

@@ -15,6 +15,16 @@ Two things feed a bucket signature (:mod:`fuzzharness.buckets.signatures`) besid
       reduction iterator of the same block (e.g. ``fuse`` of a spatial and a reduction loop).
   ``reduction_init_repeated``  two or more blocks with a ``T.init()`` write the same buffer
       (e.g. ``loop_partition`` of a reduction loop: every piece resets the accumulator).
+  ``reduction_init_missing``  a block accumulates into a buffer (``X[i] = X[i] + ...``) that
+      no block initializes — no ``T.init()`` writes it and no other block writes it without
+      reading it (``decompose_reduction``'s init block does): the sum starts from whatever
+      the memory held (e.g. ``blockize`` of a reduction with a sibling block drops the init).
+  ``alloc_in_vectorized_loop``  TVM's own allocation planning
+      (``PlanAndUpdateBufferAllocationLocation``) places a buffer's allocation inside a
+      vectorized loop of more than one lane — whatever route put a producer there
+      (compute_at, reverse_compute_at, cache_read/cache_write, read_at/write_at, rfactor).
+      TVM 0.27 then compacts the buffer to one iteration's region and does not widen it: all
+      lanes share one address.  A fact of the *mechanism*, not of the schedule's calls.
 
 Both are best effort: they never raise (a triage bug must not turn a finding into a
 harness error) and return empty values when they cannot tell.
@@ -96,4 +106,63 @@ def _facts(mod) -> set[str]:
         tvm_ffi.structural_walk(func, [(s_tir.SBlockRealize, on_realize)])
     if any(n >= 2 for n in init_writes.values()):
         facts.add("reduction_init_repeated")
+    if _reduction_init_missing(mod):
+        facts.add("reduction_init_missing")
+    if _alloc_in_vectorized_loop(mod):
+        facts.add("alloc_in_vectorized_loop")
     return facts
+
+
+def _reduction_init_missing(mod) -> bool:
+    import tvm_ffi
+    from tvm import s_tir, tirx
+
+    # tirx.BufferLoad is a constructor function in TVM 0.27 (the class is TensorLoad)
+    probe = tirx.decl_buffer((1,), "float32")
+    load_type = type(tirx.BufferLoad(probe, [tirx.IntImm("int32", 0)]))
+    accumulated: set[int] = set()  # buffers some store reads back (X[i] = X[i] + ...)
+    initialized: set[int] = set()  # buffers a T.init() or a plain store writes
+
+    def stores(stmt) -> list:
+        found: list = []
+        tvm_ffi.structural_walk(stmt, [(tirx.BufferStore, found.append)])
+        return found
+
+    def on_block(block) -> None:
+        if block.init is not None:
+            initialized.update(hash(st.buffer) for st in stores(block.init))
+        for st in stores(block.body):
+            loads: list = []
+            tvm_ffi.structural_walk(st.value, [(load_type, loads.append)])
+            # the loaded buffer: .source in 0.27 (TensorLoad), .buffer before
+            same = any(getattr(ld, "source", getattr(ld, "buffer", None)).same_as(st.buffer)
+                       for ld in loads)
+            (accumulated if same else initialized).add(hash(st.buffer))
+
+    for _, func in mod.functions.items():
+        tvm_ffi.structural_walk(func, [(s_tir.SBlock, on_block)])
+    return bool(accumulated - initialized)
+
+
+def _alloc_in_vectorized_loop(mod) -> bool:
+    import tvm
+    import tvm_ffi
+    from tvm import s_tir, tirx
+
+    # the default s_tir pipeline up to the planning pass (tvm/s_tir/pipeline.py)
+    planned = tvm.transform.Sequential([
+        s_tir.transform.CanonicalizeLoop(), s_tir.transform.LowerCrossThreadReduction(),
+        s_tir.transform.LowerInitBlock(),
+        s_tir.transform.PlanAndUpdateBufferAllocationLocation()])(mod)
+    allocating: list = []
+
+    def on_for(loop) -> None:
+        extent = loop.extent
+        if loop.kind == tirx.ForKind.VECTORIZED and not (isinstance(extent, tirx.IntImm)
+                                                         and int(extent) <= 1):
+            tvm_ffi.structural_walk(loop.body, [(s_tir.SBlock, lambda b: allocating.extend(
+                b.alloc_buffers))])
+
+    for _, func in planned.functions.items():
+        tvm_ffi.structural_walk(func, [(tirx.For, on_for)])
+    return bool(allocating)

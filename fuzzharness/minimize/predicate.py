@@ -13,7 +13,9 @@ A candidate is interesting when its verdict is a TVM finding and its bucket sign
   stage, workload and facts are equal and its primitives are a *subset* of the target's (any
   dtype of the workload).  The symptom class folds ``nan_inf`` into ``wrong_result``
   (:func:`fuzzharness.buckets.root_causes.symptom_class`): a kernel that reads unwritten
-  memory shows nan or garbage depending on what the memory held, one bug either way.  The minimized case then lands in a bucket whose primitive set is
+  memory shows nan or garbage depending on what the memory held, one bug either way; and
+  a kernel that corrupts memory is one class whichever check caught it (out_of_bounds in a
+  guard zone, SIGSEGV, SIGBUS, SIGABRT from glibc's heap checks), in any stage from the run on.  The minimized case then lands in a bucket whose primitive set is
   the bug's smallest known trigger; the repro records both keys.  With ``strict=True`` the
   key must be equal in this case too.
 """
@@ -23,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from fuzzharness.buckets.root_causes import symptom_class
+from fuzzharness.buckets.root_causes import MEMORY_CRASH, symptom_class
 from fuzzharness.buckets.signatures import Signature, signature
 from fuzzharness.core.verdict import Verdict
 
@@ -48,7 +50,7 @@ class SameBug:
             return True
         if self.strict or t.has_text or sig.has_text:
             return False
-        same = ("kind", "workload", "facts")
+        same = ("workload", "facts")  # the crash kind is in the symptom class
         return (symptom_class(sig) == symptom_class(t)
                 and all(getattr(sig, f) == getattr(t, f) for f in same)
                 and (sig.stage == t.stage or _heap_stages(sig, t))
@@ -56,9 +58,7 @@ class SameBug:
 
 
 def _heap_stages(a: Signature, b: Signature) -> bool:
-    """A kernel that corrupts the heap is caught by glibc at the next allocation — while it
-    runs, while its output is judged, or while the baseline is built: for an abort after the
-    kernel ran, those stages are one."""
-    after_run = ("run", "verify", "baseline")
-    return (a.symptom == b.symptom == "crash" and a.kind == b.kind == "SIGABRT"
-            and a.stage in after_run and b.stage in after_run)
+    """A kernel that corrupts memory is caught wherever a check notices — a guard zone or
+    the MMU while it runs, glibc at the next allocation while its output is judged or the
+    baseline is built: for a memory crash those stages are one."""
+    return symptom_class(a) == symptom_class(b) == MEMORY_CRASH

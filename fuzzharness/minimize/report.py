@@ -16,6 +16,7 @@ class BucketRepro:
     title: str
     count: int
     status: str  # reproduced | not reproduced | did not reproduce at start | skipped (budget) | failed
+    #             | attached (placed in a root cause already found, not minimized)
     dir: Path | None = None
     original_length: int = -1
     length: int = -1
@@ -58,12 +59,15 @@ def format_report(results: list[BucketRepro], *, total_budget: float | None = No
     if not results:
         return "minimize: no new failure buckets"
     ok = sum(r.reproduced for r in results)
-    tried = sum(r.status != "skipped (budget)" for r in results)
+    attached = sum(r.status == "attached" for r in results)
+    tried = sum(r.status not in ("skipped (budget)", "attached") for r in results)
     causes = {r.root_cause for r in results if r.reproduced and r.root_cause}
     head = (f"minimize: {len(results)} bucket{'s' if len(results) != 1 else ''}, {tried} "
             f"minimized, {ok} verified repro{'s' if ok != 1 else ''}")
+    if attached:
+        head += f", {attached} attached unminimized to a root cause already found"
     if causes:
-        head += f" → {len(causes)} root cause{'s' if len(causes) != 1 else ''}"
+        head += f" → {len(causes)} distinct bug{'s' if len(causes) != 1 else ''} (root causes)"
     if seconds is not None:
         head += f" in {seconds:.0f} s"
     if total_budget is not None:

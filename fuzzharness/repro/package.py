@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from fuzzharness.buckets.root_causes import RootCause, culprit_of, root_cause
+from fuzzharness.buckets.root_causes import SCHEDULE_CULPRIT, RootCause, culprit_of, root_cause
 from fuzzharness.buckets.signatures import Signature
 from fuzzharness.core.case import Case
 from fuzzharness.core.kinds import kind_of
@@ -24,7 +24,7 @@ from fuzzharness.core.verdict import Verdict
 from fuzzharness.engine.worker_deaths import signal_name
 from fuzzharness.repro import issue as issue_md
 from fuzzharness.repro.kit import NotReproducible
-from fuzzharness.repro.verify import Run, foreign_imports, run_script, verify
+from fuzzharness.repro.verify import Run, fix_test, foreign_imports, run_script, verify
 
 OUTPUT_TAIL = 4000
 SNIPPET_TIMEOUT = 300.0
@@ -97,21 +97,29 @@ def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
         t = kind.bisect_passes(case, verdict, s.expect.get("error"), d)
     record["notes"] = [*s.notes, "triage: not probed" if t is None else f"triage in {t.seconds:.1f} s"]
     culprit = culprit_of(t, verdict.status.value)
-    new_title = issue_md.title(case, verdict, failing_call, t.raised_in if t else None, culprit)
+    confirmed = _confirm_culprit(d / "repro.py", culprit, t)
+    if culprit and culprit != SCHEDULE_CULPRIT and not (t is not None and t.raised_in == culprit):
+        verdict_of_test = "confirmed" if confirmed else "not confirmed"
+        record["notes"].append(f"culprit {culprit}: {verdict_of_test} by a fix test")
+        if hasattr(t, "fix_test"):
+            t.fix_test = verdict_of_test
+    named = culprit if confirmed or culprit == SCHEDULE_CULPRIT else ""
+    new_title = issue_md.title(case, verdict, failing_call, t.raised_in if t else None, named)
     if new_title != title:  # the probe named the culprit: the script's docstring says so too
         s.text = s.text.replace('"""' + title + "\n", '"""' + new_title + "\n", 1)
         (d / "repro.py").write_text(s.text)
         title = record["title"] = new_title
     rc = None
     if signature is not None:
-        rc = root_cause(case.to_dict(), signature, culprit)
+        rc = root_cause(case.to_dict(), signature, named, getattr(t, "culprit_step", ""),
+                        tuple(getattr(t, "step_facts", ())))
         record["root_cause"], record["root_cause_fields"] = rc.key, rc.to_dict()
     short = _checked_snippet(d, s, record)
     finding = {
         "format": 1, "title": title, "bucket": signature.key if signature else bucket,
         "found_as": bucket, "signature": signature.to_dict() if signature else None,
         "root_cause": rc.key if rc else None, "root_cause_fields": rc.to_dict() if rc else None,
-        "culprit": culprit, "case_id": case.id, "verified_runs": len(runs),
+        "culprit": culprit, "culprit_confirmed": confirmed, "case_id": case.id, "verified_runs": len(runs),
         "snippet": short is not None, "date": date, "tvm": versions.get("tvm"),
         "harness": versions.get("harness"),
     }
@@ -124,6 +132,18 @@ def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
     (d / "issue.md").write_text(text)
     (d / "NOT-REPRODUCED.md").unlink(missing_ok=True)
     return ReproResult(bucket, d, True, runs, title, record, triage=t, root_cause=rc)
+
+
+def _confirm_culprit(script: Path, culprit: str, t: Any) -> bool:
+    """The fix test of a culprit the pass probe named: the repro, run with that pass disabled,
+    says fixed.  A pass that *raised* is its own evidence (the error comes from inside it);
+    "the scheduled program is already wrong" names no pass to disable."""
+    if not culprit or culprit == SCHEDULE_CULPRIT:
+        return False
+    if t is not None and getattr(t, "raised_in", None) == culprit:
+        return True
+    run = fix_test(script, [culprit])
+    return run is not None and run.status == 0
 
 
 def _checked_snippet(d: Path, s, record: dict[str, Any]) -> str | None:

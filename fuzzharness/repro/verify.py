@@ -89,6 +89,28 @@ def run_script(path: str | Path, *, python: str | None = None, timeout: float = 
     return Run(p.returncode, output.strip(), time.monotonic() - t0)
 
 
+#: where every script opens TVM's PassContext (fuzzharness.kinds.*: the COMPILE sections)
+_PASS_CONTEXT = "config=PASS_CONFIG)"
+
+
+def fix_test(path: str | Path, passes: list[str], *, python: str | None = None) -> Run | None:
+    """Run a copy of the repro script with TVM's ``passes`` disabled
+    (``PassContext(disabled_pass=...)``): a culprit pass is *confirmed* when the copy says
+    fixed (exit 0) while the script itself reproduces.  None: the script opens no
+    PassContext this can change (a stored script of another shape)."""
+    path = Path(path)
+    text = path.read_text()
+    if _PASS_CONTEXT not in text:
+        return None
+    copy = path.with_name(path.stem + ".fix-test.py")
+    copy.write_text(text.replace(_PASS_CONTEXT,
+                                 f"config=PASS_CONFIG, disabled_pass={sorted(passes)!r})"))
+    try:
+        return run_script(copy, python=python)
+    finally:
+        copy.unlink(missing_ok=True)
+
+
 def verify(path: str | Path, *, times: int = 1, python: str | None = None) -> list[Run]:
     """Run the script ``times`` times (each in a fresh process); stop at the first that does
     not reproduce."""

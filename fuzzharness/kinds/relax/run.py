@@ -61,6 +61,7 @@ from fuzzharness.core.relax_pipeline import (
 )
 from fuzzharness.core.verdict import Stage
 from fuzzharness.execution.census import census
+from fuzzharness.execution.facts import schedule_facts
 from fuzzharness.execution.stages import CaseRun, Execution
 from fuzzharness.generators.graphs import reference
 from fuzzharness.generators.graphs.program import build_module
@@ -216,15 +217,21 @@ def run_graph(execution: Execution, result: CaseRun) -> None:
     problems = [f"the compiled graph overwrote its input(s) {', '.join(clobbered)}"] if clobbered else []
     result.verdict = execution.conclude(
         j, outputs, details={"functions": len(prim_functions(scheduled))}, problems=problems,
-        facts=lambda: graph_facts(target))
+        facts=lambda: graph_facts(target, scheduled))
 
 
-def graph_facts(target: dict[str, Any]) -> list[str]:
+def graph_facts(target: dict[str, Any], scheduled=None) -> list[str]:
     """Facts for the bucket of a wrong answer (what the graph's ops and schedule primitives
-    do not say): that it is a whole-graph case, and on which runtime it ran."""
+    do not say): that it is a whole-graph case, on which runtime it ran, and the schedule
+    facts of its PrimFuncs (:func:`fuzzharness.execution.facts.schedule_facts`: a mechanism
+    fact such as ``alloc_in_vectorized_loop`` is the same bug in a graph as in one kernel)."""
     facts = ["relax"]
     if "texture" in (target.get("keys") or []):
         facts.append("texture")
     elif not runs_on_vm(target):
         facts.append(f"device:{target.get('kind')}")
+    if scheduled is not None:
+        import tvm
+
+        facts += schedule_facts(tvm.IRModule(prim_functions(scheduled)))
     return facts

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from fuzzharness.buckets.signatures import signature
 from fuzzharness.core.case import Case
 from fuzzharness.core.kinds import CaseKind
 from fuzzharness.core.traces import primitive_sequence, trace_primitives
 from fuzzharness.core.verdict import Status, Verdict
-from fuzzharness.kinds.tir import check, issue_text, pass_bisect, script
+from fuzzharness.kinds.tir import check, issue_text, pass_bisect, script, step_bisect
 from fuzzharness.kinds.tir.run import run_case
 from fuzzharness.minimize import passes, trace_edit
 
@@ -55,8 +56,16 @@ class TirKind(CaseKind):
             return None
         if case.target.get("kind") != "llvm" and verdict.stage.value in ("run", "verify"):
             return None  # the probe runs kernels on the CPU; a device kernel is not probed
-        return pass_bisect.triage(case, symptom=verdict.status.value, pattern=pattern,
-                                  workdir=workdir)
+        t = pass_bisect.triage(case, symptom=verdict.status.value, pattern=pattern,
+                               workdir=workdir)
+        sig = signature(case.to_dict(), verdict)
+        if sig is not None and not sig.has_text and case.trace:  # a schedule-level bug's step
+            try:
+                step, facts = step_bisect.culprit_step(case, sig)
+                t.culprit_step, t.step_facts = step, list(facts)
+            except Exception:  # noqa: BLE001 - a triage hint, never a failure
+                pass
+        return t
 
     def describe(self, case: Case) -> str:
         return issue_text.describe(case)

@@ -54,11 +54,17 @@ def triage_lines(t: Triage | None) -> list[str]:
     out = []
     if t.raised_in:
         out.append(f"- the error is raised inside the lowering pass `{t.raised_in}`")
+    elif t.implicated and t.fix_test == "not confirmed":
+        out.append(f"- the pass probe found the output right with `{t.implicated[0]}` disabled, "
+                   "but this repro run with that pass disabled still fails: no culprit pass is "
+                   "named")
     elif t.implicated:
         out.append(f"- first lowering pass after which the output goes wrong: `{t.implicated[0]}` "
                    f"(disabling it gives the correct result"
                    + (f"; so does disabling {', '.join(f'`{p}`' for p in t.implicated[1:])}"
-                      if len(t.implicated) > 1 else "") + ")")
+                      if len(t.implicated) > 1 else "")
+                   + ("; confirmed by running this repro with it disabled" if t.fix_test else "")
+                   + ")")
     elif t.note:
         out.append(f"- {t.note}")
     if t.required:

@@ -62,6 +62,9 @@ class Triage:
     scheduled_tir: str = ""
     note: str = ""
     seconds: float = 0.0
+    fix_test: str = ""  # "confirmed" / "not confirmed": the repro run without the culprit pass
+    culprit_step: str = ""  # the first schedule step after which it fails (step_bisect)
+    step_facts: list[str] = dataclasses.field(default_factory=list)  # that prefix's facts
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

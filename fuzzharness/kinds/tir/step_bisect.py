@@ -1,0 +1,82 @@
+"""The culprit *step* of a schedule: the first primitive after which the case fails.
+
+The pass probe (:mod:`fuzzharness.kinds.tir.pass_bisect`) asks which lowering pass makes a
+scheduled program wrong; when none does, the scheduled program is already wrong and the
+question becomes which schedule step made it so.  This replays growing prefixes of the
+minimized trace — the lookups each step needs, then the steps up to the k-th — and names the
+first step whose prefix fails with the same symptom class.
+Steps before it were needed to *reach* the bug (a cache_read that gives blockize a sibling,
+a split before a reindex); the culprit step is where TVM went wrong.
+
+``prefixes`` builds the candidate cases, :func:`culprit_step` runs them in a worker process
+(a prefix can crash TVM) and ``first_failing`` reads the verdicts.  The step is evidence for
+recognizing a *known* bug reached by a longer route (a known bug whose trigger is one
+primitive, :meth:`fuzzharness.buckets.known_bugs.KnownBug.matches_minimized`), never part of
+a root-cause key: different bugs go wrong at one primitive (pad_einsum, reindex, cache_write
+each have several), so keying by the step alone merges them (benchmarks/dedup_precision.py
+--steps measured 6 false merges on 138 labelled repros).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fuzzharness.buckets.root_causes import MEMORY_CRASH, symptom_class
+from fuzzharness.buckets.signatures import Signature, signature
+from fuzzharness.core.case import Case
+from fuzzharness.core.traces import primitive_sequence
+from fuzzharness.core.verdict import Verdict
+from fuzzharness.minimize import trace_edit
+
+
+def prefixes(case: Case) -> list[tuple[str, Case]]:
+    """(step primitive, the case with the trace cut after that step) for every schedule step
+    but the last (the whole case is the last prefix), in trace order."""
+    trace = case.trace
+    insts = trace_edit.instructions(trace)
+    steps = [i for i, inst in enumerate(insts) if not trace_edit.is_pure(inst)]
+    out = []
+    for j in steps[:-1]:
+        cut = trace_edit.drop_dead_lookups(trace_edit.remove(trace, range(j + 1, len(insts))))
+        prims = primitive_sequence(cut)
+        if not prims:
+            continue
+        prefix = case.replace(schedule=dict(case.schedule, trace=cut))
+        out.append((prims[-1], prefix))
+    return out
+
+
+def first_failing(target: Signature, candidates: Sequence[tuple[str, Case]],
+                  verdicts: Sequence[Verdict | None], whole: str) -> tuple[str, tuple[str, ...]]:
+    """(the culprit step, the schedule facts of the prefix that ends with it): the first
+    candidate that fails with ``target``'s symptom class (and stage; any kernel stage for a
+    memory crash), else ``whole`` (the last step) with ``target``'s facts.  Facts may differ
+    from the whole case's: a later step can hide the shape a bug leaves (a cache_write of
+    one partition makes the inits write two buffers)."""
+    want = symptom_class(target)
+    for (step, case), v in zip(candidates, verdicts, strict=True):
+        if v is None or not v.is_finding:
+            continue
+        sig = signature(case.to_dict(), v)
+        if sig is not None and symptom_class(sig) == want and (
+                sig.stage == target.stage or want == MEMORY_CRASH):
+            return step, tuple(sig.facts)
+    return whole, tuple(target.facts)
+
+
+def culprit_step(case: Case, target: Signature, *, timeout: float = 20.0
+                 ) -> tuple[str, tuple[str, ...]]:
+    """The first step after which ``case`` fails like ``target``, and that prefix's facts
+    (("", ()) without a schedule).  The prefixes run in one worker process."""
+    from fuzzharness.engine.pool import WorkerPool
+
+    prims = primitive_sequence(case.trace)
+    if not prims:
+        return "", ()
+    cands = prefixes(case)
+    verdicts: list[Verdict | None] = [None] * len(cands)
+    if cands:
+        with WorkerPool(1, timeout=timeout) as pool:
+            for res in pool.run([{"task": i, "case": c.to_dict()} for i, (_, c) in enumerate(cands)]):
+                verdicts[res.task["task"]] = res.verdict
+    return first_failing(target, cands, verdicts, prims[-1])

@@ -1,0 +1,81 @@
+"""Root causes from real TVM bugs and real processes: two routes into one bug minimize to one
+root cause (``fuzzharness minimize CASE.json``), a different bug stays apart; a culprit pass
+is named only when the repro, run without it, says fixed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.test_repro import repro_of, scheduled
+
+
+def alloc_by_compute_at(sch):
+    """dense + bias + relu: the bias block moved under relu's inner loop, that loop vectorized:
+    TVM plans the bias buffer inside the vectorized loop (one address for every lane)."""
+    _, j = sch.get_loops(sch.get_sblock("relu_1"))
+    sch.compute_at(sch.get_sblock("add_0"), j, preserve_unit_loops=True)
+    sch.vectorize(sch.get_loops(sch.get_sblock("add_0"))[0])
+
+
+def alloc_by_reverse_compute_at(sch):
+    """The same bug by another route: relu moved under the bias block's loop, vectorized."""
+    i, _ = sch.get_loops(sch.get_sblock("add_0"))
+    sch.reverse_compute_at(sch.get_sblock("relu_1"), i)
+    sch.vectorize(sch.get_loops(sch.get_sblock("add_0"))[0])
+
+
+DENSE = {"K": 1, "M": 2, "N": 3, "dtype": "float32", "relu": True}
+
+
+def pad_einsum_max(sch):
+    """Another bug: pad_einsum pads a max reduction's input with 0 (max of negatives → 0)."""
+    sch.pad_einsum(sch.get_sblock("max"), [1, 16, 2])
+
+
+MAX = {"axes": [1], "dtype": "float32", "op": "max", "shape": [1, 1, 1]}
+
+
+@pytest.mark.slow
+def test_minimizing_two_routes_into_one_bug_gives_one_root_cause(tmp_path):
+    keys, fields = {}, {}
+    cases = {"compute_at": scheduled("dense", DENSE, alloc_by_compute_at, oracle="bound", distribution="uniform"),
+             "reverse_compute_at": scheduled("dense", DENSE, alloc_by_reverse_compute_at, oracle="bound",
+                                             distribution="uniform"),
+             "pad_einsum": scheduled("reduce", MAX, pad_einsum_max, distribution="uniform", oracle="bound")}
+    for name, case in cases.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(case.to_json())
+        r = run_cli("minimize", path, "--out", tmp_path / name, "--budget", "60", "--workers", "2",
+                    "--no-progress", "--no-triage")
+        assert r.returncode == 1, r.stdout + r.stderr
+        (finding,) = [json.loads(p.read_text()) for p in (tmp_path / name).glob("*/finding.json")]
+        keys[name], fields[name] = finding["root_cause"], finding["root_cause_fields"]
+    assert keys["compute_at"] == keys["reverse_compute_at"], fields
+    assert fields["compute_at"]["evidence"] == "ir_shape"
+    assert "alloc_in_vectorized_loop" in fields["compute_at"]["facts"]
+    assert keys["pad_einsum"] != keys["compute_at"] and fields["pad_einsum"]["evidence"] == "trigger"
+
+
+@pytest.mark.slow
+def test_a_culprit_is_named_only_when_a_fix_test_confirms_it(tmp_path):
+    """PlanAndUpdateBufferAllocationLocation: disabling it in the repro fixes the alloc bug —
+    confirmed, in the title.  The pad_einsum bug: whatever pass the probe names, the repro
+    still fails without it — no culprit in the title, and the issue says why."""
+    case = scheduled("dense", DENSE, alloc_by_compute_at, oracle="bound", distribution="uniform")
+    _, outcome = repro_of(case, tmp_path / "alloc", triage=True)
+    finding = json.loads((outcome.dir / "finding.json").read_text())
+    assert finding["culprit"] == "s_tir.PlanAndUpdateBufferAllocationLocation", finding
+    assert finding["culprit_confirmed"] is True
+    assert "PlanAndUpdateBufferAllocationLocation" in finding["title"]
+    # all-ones inputs: the probe (found so in a campaign) names s_tir.StmtSimplify
+    case = scheduled("reduce", MAX, pad_einsum_max, distribution="ones", oracle="exact")
+    _, outcome = repro_of(case, tmp_path / "pad", triage=True)
+    finding = json.loads((outcome.dir / "finding.json").read_text())
+    assert outcome.reproduced and finding["culprit"] not in ("", "schedule"), finding
+    assert finding["culprit_confirmed"] is False
+    assert finding["culprit"].split(".")[-1] not in finding["title"], finding["title"]
+    assert "no culprit pass is named" in (outcome.dir / "issue.md").read_text()
+    assert finding["root_cause_fields"]["culprit"] == ""
