@@ -79,3 +79,46 @@ def test_a_culprit_is_named_only_when_a_fix_test_confirms_it(tmp_path):
     assert finding["culprit"].split(".")[-1] not in finding["title"], finding["title"]
     assert "no culprit pass is named" in (outcome.dir / "issue.md").read_text()
     assert finding["root_cause_fields"]["culprit"] == ""
+
+
+def partition_then_cache(sch):
+    """mean: loop_partition of the reduction loop (each piece re-inits), then cache_write of
+    one piece — which hides the shape (the inits now write two buffers)."""
+    _, k = sch.get_loops(sch.get_sblock("sum"))
+    sch.loop_partition(k, [1, None])
+    sch.cache_write(sch.get_sblock("sum_l10"), 0, "local")
+
+
+def blockize_then_cache(sch):
+    """matmul: blockize keeps the init (on C, in the outer block); cache_write then moves the
+    update to a local buffer nobody initializes — cache_write's bug, not blockize's."""
+    sch.blockize(sch.get_loops(sch.get_sblock("C"))[2])
+    sch.cache_write(sch.get_sblock("C"), 0, "local")
+
+
+@pytest.mark.slow
+def test_the_culprit_step_recognizes_a_known_bug_by_a_longer_route_and_no_other():
+    """The first step after which a case fails: loop_partition for the first route, so it is
+    the known loop_partition bug although its minimized trigger also has a cache_write; for
+    the second, blockize alone is correct, so the blockize entry does not claim it."""
+    from fuzzharness.buckets.known_bugs import KnownBugs
+    from fuzzharness.buckets.root_causes import root_cause
+    from fuzzharness.buckets.signatures import signature
+    from fuzzharness.execution.stages import execute
+    from fuzzharness.kinds.tir.step_bisect import culprit_step
+
+    known = KnownBugs.load(corpus=False)
+    out = {}
+    for name, (wl, params, build) in {
+            "partition": ("reduce", {"axes": [1], "dtype": "float32", "op": "mean", "shape": [1, 2]},
+                          partition_then_cache),
+            "blockize": ("matmul", {"K": 1, "M": 1, "N": 1, "dtype": "float32"}, blockize_then_cache)}.items():
+        case = scheduled(wl, params, build)
+        sig = signature(case.to_dict(), execute(case).verdict)
+        step, facts = culprit_step(case, sig)
+        plain = known.classify(sig, "0.27.0", root_cause(case.to_dict(), sig))
+        m = known.classify(sig, "0.27.0", root_cause(case.to_dict(), sig, "", step, facts))
+        out[name] = (step, facts, plain.bug.id if plain else None, m.bug.id if m else None)
+    assert out["partition"] == ("loop_partition", ("reduction_init_repeated",), None,
+                                "loop-partition-reduction-init"), out
+    assert out["blockize"][0] == "cache_write" and out["blockize"][3] is None, out
