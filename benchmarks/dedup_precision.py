@@ -186,6 +186,13 @@ def main(argv: list[str] | None = None) -> int:
     if kept:
         report(f"held-out seeds {sorted(held_out)}", kept, records, labels, now, args.show)
     report("all", list(labels), records, labels, now, args.show)
+    # what the summary counts as distinct bugs: a known bug is one bug whichever root cause
+    # its repros have (known-bug identity), the rest by root cause
+    by_known = lambda n: f"known:{n['known']}" if n["known"] else n["rc"].key  # noqa: E731
+    for name, group in (("tuning seeds", tuned), (f"held-out seeds {sorted(held_out)}", kept)):
+        if group:
+            report(f"{name}, distinct bugs (known bugs grouped by entry)", group, records, labels,
+                   now, args.show, by_known)
     if args.steps:
         for name, group in (("tuning seeds", tuned), (f"held-out seeds {sorted(held_out)}", kept)):
             if group:

@@ -375,3 +375,28 @@ def test_a_kernel_corrupting_memory_is_one_symptom_whichever_check_caught_it():
     known = KnownBugs.load(corpus=False)
     assert {known.classify(wrong("blockize", p, facts=missing), "0.27.0", rc).bug.id
             for p, rc in (("reindex_cache_read", a), ("cache_read", b))} == {"blockize-drops-reduction-init"}
+
+
+def test_root_causes_of_one_known_bug_are_one_distinct_bug():
+    """Distinct bugs: two root causes whose repros are the known loop_partition bug (one with
+    a cache_write its culprit step shows was not needed to go wrong) are one bug; a new bug
+    stays its own, and so does a root cause no entry claims."""
+    known = KnownBugs.load(corpus=False)
+    repeated = ("reduction_init_repeated",)
+    a = root_cause(case_with("LoopPartition"), wrong("loop_partition", facts=repeated))
+    b = root_cause(case_with("LoopPartition", "CacheWrite"), wrong("loop_partition", "cache_write"),
+                   "", "loop_partition", repeated)
+    c = root_cause(case_with("Merge", "Split"), wrong("merge", "split"), "", "split", ())
+    rows = [{"key": rc.key, "fields": rc.to_dict(), "signature": sig.to_dict(), "title": t,
+             "buckets": [t], "attached": {}, "cases": 2, "repros": 1, "length": 1, "path": ""}
+            for rc, sig, t in ((a, wrong("loop_partition", facts=repeated), "a"),
+                               (b, wrong("loop_partition", "cache_write"), "b"),
+                               (c, wrong("merge", "split"), "c"))]
+    assert len({a.key, b.key, c.key}) == 3
+    grouped = known.group_root_causes(rows, "0.27.0")
+    assert [(g["known"], g["buckets"], g["cases"]) for g in grouped] == [
+        ("loop-partition-reduction-init", ["a", "b"], 4), ("", ["c"], 2)]
+    from fuzzharness.buckets.root_causes import distinct_bugs
+
+    d = distinct_bugs(grouped)
+    assert (d["count"], d["root_causes"], d["verified_repros"]) == (2, 3, 3)

@@ -299,6 +299,35 @@ class KnownBugs:
     def __len__(self) -> int:
         return len(self.bugs)
 
+    def group_root_causes(self, rows: list[dict[str, Any]], tvm_version: str | None = None
+                          ) -> list[dict[str, Any]]:
+        """Distinct bugs from root-cause rows (:meth:`ResultsDB.root_causes`): rows whose
+        representative repro is the same known bug are one bug — a known bug's repros may
+        keep different routes (known-bug identity) — merged into the first row, ``known``
+        naming the entry; the other rows as they are, in the order given."""
+        out: list[dict[str, Any]] = []
+        by_bug: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            bug = None
+            if row.get("fields") and row.get("signature"):
+                m = self.classify(Signature.from_dict(row["signature"]), tvm_version,
+                                  RootCause.from_dict(row["fields"]))
+                bug = m.bug if m is not None else None
+            if bug is None:
+                out.append(dict(row, known=""))
+            elif bug.id in by_bug:
+                g = by_bug[bug.id]
+                g["buckets"] = sorted([*g["buckets"], *row["buckets"]])
+                g["attached"] = {**g.get("attached", {}), **row.get("attached", {})}
+                g["cases"] += row["cases"]
+                g["repros"] = int(g.get("repros", 0)) + int(row.get("repros", 0))
+                g["root_causes"] = [*g["root_causes"], row["key"]]
+            else:
+                by_bug[bug.id] = dict(row, known=bug.id, root_causes=[row["key"]],
+                                      title=f"known {bug.id}: {row['title']}")
+                out.append(by_bug[bug.id])
+        return out
+
 
 def _parse_bug(entry: Any, where: str, seen: set[str]) -> KnownBug:
     if not isinstance(entry, dict):

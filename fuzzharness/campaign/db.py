@@ -637,6 +637,7 @@ class ResultsDB:
             extra = attached.get(key, {})
             members = sorted(r["bucket"] for r in reps)
             out.append({"key": key, "fields": best.get("root_cause_fields") or {},
+                        "signature": best.get("signature") or {},
                         "title": best["title"] or "", "buckets": members,
                         "attached": dict(sorted(extra.items())), "repros": len(reps),
                         "cases": sum(int(counts.get(b, 0)) for b in [*members, *extra]),

@@ -339,7 +339,7 @@ class Campaign:
         summary.strict_order = s.strict_order
         summary.coverage = coverage.store(self.db.conn)
         summary.foreign_tvm = sorted(getattr(executor, "tvm_versions", set()) - {tvm_version})
-        summary.root_causes = self.db.root_causes()
+        summary.root_causes = self.known.group_root_causes(self.db.root_causes(), tvm_version)
         self.db.close()
         if minimized is not None:
             summary.minimized = minimized
@@ -353,7 +353,7 @@ class Campaign:
                                      f"run `fuzzharness minimize {self.out}` for the rest")
             db = ResultsDB(self.out)
             try:
-                summary.root_causes = db.root_causes()
+                summary.root_causes = self.known.group_root_causes(db.root_causes(), tvm_version)
                 summary.buckets = self._bucket_reports(tvm_version, db)
             finally:
                 db.close()
@@ -547,7 +547,7 @@ def format_root_causes(rows: list[dict], *, limit: int = 15) -> str:
     (ResultsDB.root_causes), its member buckets folded under it."""
     d = distinct_bugs(rows)
     n_buckets, n_repros, n_attached = d["buckets"], d["verified_repros"], d["attached"]
-    lines = [f"distinct bugs: {len(rows)} (root causes, from {n_buckets} bucket"
+    lines = [f"distinct bugs: {len(rows)} ({d['root_causes']} root causes, from {n_buckets} bucket"
              f"{'s' if n_buckets != 1 else ''}, {n_repros} verified repro{'s' if n_repros != 1 else ''}"
              + (f", {n_attached} bucket{'s' if n_attached != 1 else ''} attached unminimized"
                 if n_attached else "") + ")"]

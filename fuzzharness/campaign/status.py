@@ -116,7 +116,8 @@ def read_status(directory: str | Path, known_bugs: str | None = None) -> dict[st
             conn.execute("SELECT status, stage, case_json FROM results"))
         harness = conn.execute("SELECT COUNT(*) FROM results WHERE status = 'harness_error'"
                                ).fetchone()[0]
-        bugs = distinct_bugs(db.root_causes())
+        bugs = distinct_bugs(known.group_root_causes(db.root_causes(),
+                                                     (stored.get("versions") or {}).get("tvm")))
     finally:
         db.close()
     state, marker = driver_state(directory)
@@ -181,7 +182,7 @@ def format_status(st: dict[str, Any], *, top: int = 10, coverage_table: bool = F
         f"{st['new_buckets']} new" + (f" ({sev})" if sev else "")
         + f", {len(st['known_bugs'])} known bugs",
         f"repros         {rep}",
-        f"distinct bugs  {st['distinct_bugs']['count']} (root causes, from "
+        f"distinct bugs  {st['distinct_bugs']['count']} ({st['distinct_bugs']['root_causes']} root causes, from "
         f"{st['distinct_bugs']['buckets']} buckets, {st['distinct_bugs']['verified_repros']} "
         f"verified repros, {st['distinct_bugs']['attached']} attached unminimized)",
     ]

@@ -10,8 +10,8 @@
      "new": [{"key", "title", "symptom", "stage", "severity", "count", "example_idx",
               "repro": "repros/<key>", "repro_status", "repro_note", ...}],
      "distinct_bugs": {"count", "buckets", "verified_repros", "attached",
-                       "bugs": [{"key", "title", "cases", "evidence", "culprit", "repro",
-                                 "buckets", "attached"}]},
+                       "bugs": [{"key", "title", "cases", "known", "root_causes",
+                                 "evidence", "culprit", "repro", "buckets", "attached"}]},
      "minimize": "<the minimization report, text>",
      "replay": "fuzzharness replay fuzz-runs/x <case index or id>"}
 
