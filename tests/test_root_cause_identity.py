@@ -122,3 +122,37 @@ def test_the_culprit_step_recognizes_a_known_bug_by_a_longer_route_and_no_other(
     assert out["partition"] == ("loop_partition", ("reduction_init_repeated",), None,
                                 "loop-partition-reduction-init"), out
     assert out["blockize"][0] == "cache_write" and out["blockize"][3] is None, out
+
+
+#: a slice of the labelled benchmark (benchmarks/dedup/): pairs of one bug by two routes, and
+#: different bugs that share a primitive (pad_einsum, blockize+cache_write) or the pass the
+#: probe names (PlanAndUpdateBufferAllocationLocation: the alloc bug and read_at's region)
+SLICE = ["seed7/8160bbbd0643abb9", "seed7/8720da6566d450cd",  # alloc: compute_at / reverse_compute_at
+         "seed7/546758db47ed05f4",  # read_at of a padding block: unclamped region
+         "seed7/ccdf60266346c221", "seed7/dace47273e820abb",  # pad_einsum: max padded with 0 / OOB
+         "seed7/60c88ad6ea325989", "seed7/962fdc44be6d82cb",  # loop_partition's init, + cache_write
+         "seed7/6fc025b3380a7e81", "seed7/801ce62645a2cb0f",  # blockize drops init (two siblings)
+         "seed7/33fd161d8b1cfe7f"]  # cache_write after blockize: another bug
+
+
+@pytest.mark.slow
+def test_a_labelled_slice_keeps_different_bugs_apart_and_routes_together():
+    import importlib.util
+
+    from tests.conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("dedup_precision", ROOT / "benchmarks" / "dedup_precision.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    records = {r["id"]: r for r in json.loads((ROOT / "benchmarks/dedup/cases.json").read_text())}
+    labels = json.loads((ROOT / "benchmarks/dedup/labels.json").read_text())["labels"]
+    now = bench.rekey([records[i] for i in SLICE], 2)
+    bug = {i: f"known:{now[i]['known']}" if now[i]["known"] else now[i]["rc"].key for i in SLICE}
+    by_bug: dict[str, set] = {}
+    for i in SLICE:
+        by_bug.setdefault(bug[i], set()).add(labels[i]["bug"])
+    assert all(len(b) == 1 for b in by_bug.values()), by_bug  # no false merge
+    assert len(by_bug) == len({labels[i]["bug"] for i in SLICE}) == 7  # and no split
+    assert now["seed7/8160bbbd0643abb9"]["rc"].evidence == "ir_shape"
+    assert now["seed7/962fdc44be6d82cb"]["known"] == "loop-partition-reduction-init"
+    assert now["seed7/33fd161d8b1cfe7f"]["known"] is None
