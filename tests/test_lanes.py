@@ -71,6 +71,8 @@ def test_buckets_of_a_root_cause_already_found_are_attached_not_minimized(tmp_pa
         "alloc-b": Signature("nan_inf", "verify", workload="pad", primitives=("read_at", "split", "vectorize"),
                              facts=alloc),
         "alloc-c": Signature("wrong_result", "verify", workload="reduce", primitives=("vectorize",), facts=alloc),
+        "alloc-init": Signature("wrong_result", "verify", workload="dense", primitives=("loop_partition", "vectorize"),
+                                facts=(*alloc, "reduction_init_repeated")),  # maybe a second bug
         "plain": Signature("wrong_result", "verify", workload="dense", primitives=("vectorize",)),
         "init-a": Signature("wrong_result", "verify", workload="row_sum", primitives=("loop_partition",),
                             facts=("reduction_init_repeated",)),
@@ -92,13 +94,14 @@ def test_buckets_of_a_root_cause_already_found_are_attached_not_minimized(tmp_pa
     assert found.evidence == "ir_shape" and found.key == mechanism_key(sigs["alloc-a"])
     db.add_repro({"bucket": key["alloc-a"], "reproduced": True, "runs": 1, "length": 3, "path": "/r",
                   "title": "t", "root_cause": found.key, "root_cause_fields": found.to_dict()})
-    lanes.pending = {key["alloc-b"], key["alloc-c"], key["plain"]}
-    assert lanes._cluster([key["alloc-b"], key["alloc-c"], key["plain"]], rows) == [key["plain"]]
+    lanes.pending = {key["alloc-b"], key["alloc-c"], key["plain"], key["alloc-init"]}
+    assert lanes._cluster([key["alloc-b"], key["alloc-c"], key["plain"], key["alloc-init"]], rows) == \
+        [key["plain"], key["alloc-init"]]
     attached = db.attachments()
     assert set(attached) == {key["alloc-b"], key["alloc-c"]}
     assert {(a["root_cause"], a["via"]) for a in attached.values()} == {(found.key, key["alloc-a"])}
     assert {r.key: r.status for r in lanes.results} == {key["alloc-b"]: "attached", key["alloc-c"]: "attached"}
-    assert lanes.pending == {key["plain"]}
+    assert lanes.pending == {key["plain"], key["alloc-init"]}
     (row,) = db.root_causes()
     assert row["buckets"] == [key["alloc-a"]]
     assert row["attached"] == {key["alloc-b"]: "ir_shape", key["alloc-c"]: "ir_shape"}
