@@ -38,6 +38,7 @@ from fuzzharness.execution.stages import CaseRun, Execution
 from fuzzharness.generators.inputs import make_inputs
 from fuzzharness.generators.workloads import workloads
 from fuzzharness.oracles import bounds, metamorphic, target_math
+from fuzzharness.oracles.compare import judge
 from fuzzharness.oracles.numerics import numpy_dtype
 from fuzzharness.oracles.order import accumulation_order
 from fuzzharness.oracles.program import Numerics
@@ -131,7 +132,31 @@ def run_case(execution: Execution, result: CaseRun) -> None:
     result.verdict = execution.conclude(
         j, outputs, status=c.status, message=c.message, details={**c.details, **runs.details},
         problems=problems,
-        facts=lambda: schedule_facts(result.scheduled))
+        facts=lambda: _confirmed(schedule_facts(result.scheduled), case, backend, sch.mod,
+                                 layouts, specs, out_specs, inputs, outputs, expected))
+
+
+#: the mechanism fact, and what it becomes when the case still fails without vectorization
+ALLOC, ALLOC_NOT_ALONE = "alloc_in_vectorized_loop", "alloc_in_vectorized_loop_not_alone"
+
+
+def _confirmed(facts, case, backend, mod, layouts, specs, out_specs, inputs, outputs, expected):
+    """The mechanism fact only where it explains the failure: a wrong output with a buffer
+    planned inside a vectorized loop must come out right when the same program is compiled
+    with vectorization off (``tirx.disable_vectorize``: the loop runs serially, one lane at a
+    time).  If it is still wrong, the case has another bug too, and the fact is renamed
+    (:data:`ALLOC_NOT_ALONE`, not a mechanism: its root cause comes from its trigger).  Only
+    failing cases pay for this (facts are computed for a failure's bucket)."""
+    if ALLOC not in facts or judge(expected, outputs).status.value not in ("wrong_result", "nan_inf"):
+        return facts
+    try:
+        config = dict(case.pass_config, **{"tirx.disable_vectorize": True})
+        program = backend.build(backend.codegen(backend.lower(mod, case.target, config), case.target))
+        serial = _run_kernel(backend, program, layouts, specs, out_specs, inputs)[3]
+        alone = judge(expected, serial).status.value not in ("wrong_result", "nan_inf")
+    except Exception:  # noqa: BLE001 - cannot tell: keep what the IR shows
+        return facts
+    return facts if alone else sorted({*facts} - {ALLOC} | {ALLOC_NOT_ALONE})
 
 
 def _run_kernel(backend, program, layouts, specs, out_specs, inputs):
