@@ -48,7 +48,7 @@ def test_minimizing_two_routes_into_one_bug_gives_one_root_cause(tmp_path):
     for name, case in cases.items():
         path = tmp_path / f"{name}.json"
         path.write_text(case.to_json())
-        r = run_cli("minimize", path, "--out", tmp_path / name, "--budget", "60", "--workers", "2",
+        r = run_cli("minimize", path, "--out", tmp_path / name, "--budget", "40", "--workers", "2",
                     "--no-progress", "--no-triage")
         assert r.returncode == 1, r.stdout + r.stderr
         (finding,) = [json.loads(p.read_text()) for p in (tmp_path / name).glob("*/finding.json")]
