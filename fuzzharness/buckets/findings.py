@@ -67,7 +67,7 @@ class Finding:
     known_id: str = ""  # the known-bugs entry that matches ("": a new finding)
     known_link: str = ""  # its upstream link, or its status ("not yet reported")
     repro: str = ""  # the repro directory, relative to the campaign directory ("": none)
-    repro_status: str = ""  # reproduced | not reproduced | not minimized
+    repro_status: str = ""  # reproduced | attached | not reproduced | not minimized
     repro_note: str = ""  # why not, in a few words
     known_sure: bool = True  # False: a raw match the minimized case did not confirm ("probably")
     root_cause: str = ""  # the verified repro's root-cause key (buckets.root_causes)
@@ -113,6 +113,10 @@ def campaign_findings(conn: sqlite3.Connection, known: KnownBugs, root: str | Pa
                     known_link=(bug.link or bug.status) if bug else "",
                     known_sure=m is None or m.confirmed, root_cause=rc_key)
         _repro_of(f, repros.get(key), root, minimize_off)
+        if key in via and f.repro_status == "not minimized" and via[key] in repros:
+            f.repro, f.repro_status = f"{REPROS_DIR}/{via[key]}", "attached"
+            f.repro_note = (f"not minimized: its raw case has the mechanism of bucket "
+                            f"{via[key]}'s verified repro (one root cause)")
         out.append(f)
     out.sort(key=lambda f: (SEVERITIES.index(f.severity), not f.is_new, -f.count, f.example_idx))
     return out

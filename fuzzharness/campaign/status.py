@@ -148,7 +148,7 @@ def read_status(directory: str | Path, known_bugs: str | None = None) -> dict[st
                             for s in ("high", "medium", "low", "triage")},
         "known_bugs": sorted({f.known_id for f in findings if f.known_id}),
         "repros": {s: sum(1 for f in findings if f.repro_status == s)
-                   for s in ("reproduced", "not reproduced", "not minimized", "not recorded")},
+                   for s in ("reproduced", "attached", "not reproduced", "not minimized", "not recorded")},
         "new": [f.to_dict() for f in new],
         "distinct_bugs": bugs,
         "versions": stored.get("versions") or {},
