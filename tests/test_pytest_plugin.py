@@ -217,7 +217,9 @@ def test_corpus_entries(tmp_path):
     assert bad_v.status.value == "wrong_result" and good_v.status.value == "pass"
     sig = signature(bad.to_dict(), bad_v).to_dict()
     corpus = tmp_path / "corpus"
-    # repro.py stand-ins keep only the scripts' contract (exit 1 while the bug reproduces)
+    # repro.py stand-ins keep only the scripts' contract (exit 1 and the runner's verdict line
+    # while the bug reproduces: fuzzharness.repro.verify)
+    standin = "import sys\nif {code} == 1:\n    print('RESULT: the bug reproduces (exit 1)')\nsys.exit({code})\n"
     entries = {"open-bug": (bad, "reproduces", 1), "fixed-upstream": (good, "reproduces", 0),
                "stays-fixed": (good, "fixed", None), "regressed": (bad, "fixed", None),
                "script-disagrees": (bad, "reproduces", 0)}
@@ -225,7 +227,7 @@ def test_corpus_entries(tmp_path):
         (corpus / name).mkdir(parents=True)
         (corpus / name / "case.json").write_text(c.to_json())
         if script_exit is not None:
-            (corpus / name / "repro.py").write_text(f"import sys\nsys.exit({script_exit})\n")
+            (corpus / name / "repro.py").write_text(standin.format(code=script_exit))
         (corpus / name / "meta.json").write_text(json.dumps({
             "signature": sig, "expected": expected, "upstream": "https://example.org/issue/1",
             "date": "2026-11-21"}))
@@ -239,7 +241,7 @@ def test_corpus_entries(tmp_path):
     (corpus / "draw-failure" / "case.json").write_text(good.replace(origin=dict(
         good.origin, failing_call="sch.reindex(block=b1, buffer=('read', 0))",
         failing_verdict=drawn.to_dict())).to_json())
-    (corpus / "draw-failure" / "repro.py").write_text("import sys\nsys.exit(1)\n")
+    (corpus / "draw-failure" / "repro.py").write_text(standin.format(code=1))
     (corpus / "draw-failure" / "meta.json").write_text(json.dumps({
         "signature": signature(None, drawn).to_dict(), "expected": "reproduces",
         "upstream": "", "date": "2026-11-21"}))
