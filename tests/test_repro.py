@@ -493,7 +493,7 @@ def test_a_campaign_minimizes_its_new_bucket_while_it_runs(tmp_path, plugin_env)
                 "test_matmul_off_by_one", "--primitives", "split,reorder", "--no-progress",
                 "--target", "llvm", "--out", out, "--minimize-budget", "90", env=plugin_env)
     assert r.returncode == 1, r.stderr
-    assert "3 minimized, 3 verified repros → 1 distinct bug (root causes)" in r.stdout, r.stdout
+    assert "3 minimized, 3 verified repros → 1 root cause" in r.stdout, r.stdout
     assert "distinct bugs: 1 (1 root causes, from 3 buckets, 3 verified repros)" in r.stdout
     con = sqlite3.connect(out / "results.sqlite")
     rows = con.execute("SELECT reproduced, root_cause FROM repros").fetchall()

@@ -67,7 +67,7 @@ def format_report(results: list[BucketRepro], *, total_budget: float | None = No
     if attached:
         head += f", {attached} attached unminimized to a root cause already found"
     if causes:
-        head += f" → {len(causes)} distinct bug{'s' if len(causes) != 1 else ''} (root causes)"
+        head += f" → {len(causes)} root cause{'s' if len(causes) != 1 else ''}"
     if seconds is not None:
         head += f" in {seconds:.0f} s"
     if total_budget is not None:
