@@ -42,7 +42,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from fuzzharness.buckets.root_causes import WRONG_OUTPUT, RootCause, family, options_of, root_cause
+from fuzzharness.buckets.root_causes import WRONG_OUTPUT, RootCause, options_of, root_cause
 from fuzzharness.buckets.signatures import BUCKETED, Signature
 from fuzzharness.core.verdict import Stage
 
@@ -118,7 +118,7 @@ class KnownBug:
             return False
         if "workloads" in m and sig.workload not in m["workloads"]:
             return False
-        mine = {family(p) for p in m.get("primitives", ())}
+        mine = set(m.get("primitives", ()))
         # the step TVM went wrong at is the entry's one primitive, with the entry's facts in
         # that prefix: a longer route into the same bug (step_bisect)
         by_step = bool(rc.step) and mine == {rc.step} and set(m.get("facts", ())) <= set(rc.step_facts)
@@ -132,7 +132,7 @@ class KnownBug:
         elif by_step and "primitives" not in trigger:
             pass
         elif "primitives" in trigger:
-            if {family(p) for p in trigger["primitives"]} != set(rc.primitives):
+            if set(trigger["primitives"]) != set(rc.primitives):
                 return False
         elif "facts" in m and m["facts"]:
             # the entry names the IR shape its bug leaves (checked above): its primitives
@@ -142,7 +142,7 @@ class KnownBug:
             theirs = set(rc.primitives)
             if not mine <= theirs or not theirs - mine <= SIBLING_MAKERS:
                 return False
-        elif {family(p) for p in m.get("primitives", ())} != set(rc.primitives) and (
+        elif mine != set(rc.primitives) and (
                 "primitives" in m or sig.primitives):
             return False
         if trigger.get("culprit") and rc.culprit and trigger["culprit"] != rc.culprit:

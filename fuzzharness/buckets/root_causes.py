@@ -18,8 +18,8 @@ Every root cause records its ``evidence``:
                 producer there): keyed by the symptom class and those facts alone;
 ``trigger``     otherwise the minimal trigger: the symptom class, the stage, the minimized
                 trace's schedule primitives as a *set* (lookups and samplers left out; an
-                annotation named by what it spells, e.g. ``unroll``; variants of one step as
-                one, :func:`family` — none so far), the options
+                annotation named by what it spells, e.g. ``unroll``; variants stay apart:
+                ``reindex_cache_read`` has bugs ``cache_read`` has not), the options
                 that survived minimization, the schedule facts; for a reference mismatch the
                 workload and dtype (no schedule to blame).
 
@@ -65,10 +65,6 @@ MEMORY_CRASH = "crash/memory"
 MEMORY_KINDS = ("SIGSEGV", "SIGBUS", "SIGABRT", "heap_damage", "out_of_bounds")
 #: stages in which a crash is the generated kernel's (glibc may notice heap damage later)
 KERNEL_STAGES = ("run", "verify", "baseline")
-#: primitive variants that are one step for the root-cause key (see family()).  Empty: the
-#: obvious candidates (reindex_cache_read ~ cache_read) have bugs of their own — the
-#: reindexed copy drops a split's predicate — so merging them would merge different bugs
-PRIMITIVE_FAMILIES: dict[str, str] = {}
 #: the version of the root-cause identity (1: primitive sequence and culprit in the key)
 VERSION = 2
 #: schedule facts that name a bug's mechanism in the program TVM lowers
@@ -122,12 +118,6 @@ def symptom_class(sig: Signature) -> str:
     return sig.symptom + (f"/{sig.kind}" if sig.kind else "")
 
 
-def family(primitive: str) -> str:
-    """A primitive as the root-cause key names it: variants that make the same change to
-    the program (a cache of an input or an output, with or without a re-indexing) are one."""
-    return PRIMITIVE_FAMILIES.get(primitive, primitive)
-
-
 def options_of(case: dict[str, Any] | None) -> tuple[str, ...]:
     """The compiler options a case carries, as sorted ``key=value`` strings."""
     case = case or {}
@@ -166,7 +156,7 @@ class RootCause:
     step_facts: tuple[str, ...] = ()  # the facts of the prefix that ends with that step
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "primitives", tuple(sorted({family(p) for p in self.primitives})))
+        object.__setattr__(self, "primitives", tuple(sorted(set(self.primitives))))
         object.__setattr__(self, "options", tuple(self.options))
         object.__setattr__(self, "facts", tuple(self.facts))
         object.__setattr__(self, "step_facts", tuple(self.step_facts))

@@ -97,12 +97,12 @@ def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
         t = kind.bisect_passes(case, verdict, s.expect.get("error"), d)
     record["notes"] = [*s.notes, "triage: not probed" if t is None else f"triage in {t.seconds:.1f} s"]
     culprit = culprit_of(t, verdict.status.value)
-    confirmed = _confirm_culprit(d / "repro.py", culprit, t)
-    if culprit and culprit != SCHEDULE_CULPRIT and not (t is not None and t.raised_in == culprit):
-        verdict_of_test = "confirmed" if confirmed else "not confirmed"
-        record["notes"].append(f"culprit {culprit}: {verdict_of_test} by a fix test")
+    test = _fix_test_of(d / "repro.py", culprit, t)
+    confirmed = test in ("raised in it", "confirmed")
+    if test in ("confirmed", "not confirmed"):
+        record["notes"].append(f"culprit {culprit}: {test} by a fix test")
         if hasattr(t, "fix_test"):
-            t.fix_test = verdict_of_test
+            t.fix_test = test
     named = culprit if confirmed or culprit == SCHEDULE_CULPRIT else ""
     new_title = issue_md.title(case, verdict, failing_call, t.raised_in if t else None, named)
     if new_title != title:  # the probe named the culprit: the script's docstring says so too
@@ -134,16 +134,17 @@ def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
     return ReproResult(bucket, d, True, runs, title, record, triage=t, root_cause=rc)
 
 
-def _confirm_culprit(script: Path, culprit: str, t: Any) -> bool:
-    """The fix test of a culprit the pass probe named: the repro, run with that pass disabled,
-    says fixed.  A pass that *raised* is its own evidence (the error comes from inside it);
-    "the scheduled program is already wrong" names no pass to disable."""
+def _fix_test_of(script: Path, culprit: str, t: Any) -> str:
+    """The fix test of a culprit the pass probe named: "confirmed" when the repro, run with
+    that pass disabled, says fixed, else "not confirmed"; "raised in it" for a pass that
+    raised (the error comes from inside it: its own evidence); "" when there is no pass to
+    disable (none named, or "the scheduled program is already wrong")."""
     if not culprit or culprit == SCHEDULE_CULPRIT:
-        return False
+        return ""
     if t is not None and getattr(t, "raised_in", None) == culprit:
-        return True
+        return "raised in it"
     run = fix_test(script, [culprit])
-    return run is not None and run.status == 0
+    return "confirmed" if run is not None and run.status == 0 else "not confirmed"
 
 
 def _checked_snippet(d: Path, s, record: dict[str, Any]) -> str | None:
