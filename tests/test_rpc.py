@@ -247,3 +247,27 @@ def test_device_and_executor_settings_round_trip_through_toml_and_resume(tmp_pat
         break
     else:
         raise AssertionError("no case of seed 5 generated")
+
+
+def test_server_listens_on_this_machine_only_by_default_and_a_high_port_alone_works(tmp_path):
+    port = free_port()  # above the old default --port-end 9199: TVM's range would be empty
+    p = Proc([sys.executable, "-m", "fuzzharness.backends.rpc_server", "--port", str(port)],
+             tmp_path / "server.log", env_with(), "listening on")
+    try:
+        assert f"listening on 127.0.0.1:{port}" in p.text()
+        with socket.create_connection(("127.0.0.1", port), timeout=10):
+            pass
+    finally:
+        p.stop()
+
+
+@pytest.mark.parametrize("args", [["--port", "19391", "--port-end", "100"],
+                                  ["--host", "192.0.2.1", "--port", "19391"],
+                                  ["--tracker", "nohostport", "--key", "k"]])
+def test_server_bad_options_are_one_line_and_exit_2(args):
+    r = subprocess.run([sys.executable, "-m", "fuzzharness.backends.rpc_server", *args],
+                       capture_output=True, text=True, timeout=120, env=env_with(), cwd=ROOT)
+    assert r.returncode == 2, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("fuzzharness rpc server: error:"), r.stderr
+    assert "Traceback" not in r.stderr

@@ -1,6 +1,7 @@
 """A TVM RPC server that keeps serving after a session crashed.
 
-    python -m fuzzharness.backends.rpc_server --host 0.0.0.0 --port 9090
+    python -m fuzzharness.backends.rpc_server --port 9090            # 127.0.0.1 only
+    python -m fuzzharness.backends.rpc_server --host 0.0.0.0 --port 9090   # reachable by others
     python -m fuzzharness.backends.rpc_server --tracker 10.0.0.5:9190 --key my-gpu
 
 TVM's own server (``python -m tvm.exec.rpc_server``) serves each session in a child process;
@@ -18,6 +19,11 @@ reports the device unreachable after the first remote crash; see
 
 Modules named in ``$FUZZHARNESS_PLUGINS`` are imported first, so a plugin can register
 functions that generated code calls on the device (the tests use this).
+
+It listens on 127.0.0.1 unless ``--host`` says otherwise: an RPC server loads and runs the
+native code any client sends it, so exposing it to a network is the user's explicit choice
+(TVM's own server defaults to 0.0.0.0).  Bad options and a port range where nothing can be
+bound end in one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -63,12 +69,21 @@ def _serving(sock, addr, opts, load_library):
         sock.close()
 
 
+def _fail(message: str) -> int:
+    print(f"fuzzharness rpc server: error: {message}", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m fuzzharness.backends.rpc_server",
                                  description=__doc__.split("\n\n")[0])
-    ap.add_argument("--host", default="0.0.0.0", help="address to listen on (default 0.0.0.0)")
+    ap.add_argument("--host", default="127.0.0.1",
+                    help="address to listen on (default 127.0.0.1: this machine only; an RPC "
+                         "server runs any code a client sends — use 0.0.0.0 only on a trusted "
+                         "network)")
     ap.add_argument("--port", type=int, default=9090, help="first port to try (default 9090)")
-    ap.add_argument("--port-end", type=int, default=9199, help="last port to try (default 9199)")
+    ap.add_argument("--port-end", type=int, default=None,
+                    help="last port to try (default --port + 109)")
     ap.add_argument("--tracker", metavar="HOST:PORT", help="register with this RPC tracker")
     ap.add_argument("--key", default="", help="device key (needed with --tracker)")
     ap.add_argument("--custom-addr", help="address to report to the tracker")
@@ -76,6 +91,17 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.tracker and not args.key:
         ap.error("--tracker needs --key")
+    if args.port_end is None:
+        args.port_end = args.port + 109
+    if not 0 < args.port <= args.port_end <= 65535:
+        return _fail(f"--port {args.port} --port-end {args.port_end}: need "
+                     "0 < port <= port-end <= 65535")
+    tracker = None
+    if args.tracker:
+        host, _, port = args.tracker.rpartition(":")
+        if not host or not port.isdigit():
+            return _fail(f"--tracker {args.tracker!r}: expected HOST:PORT")
+        tracker = (host, int(port))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
     import tvm  # noqa: F401  (imported once; sessions are forked from this process)
@@ -85,12 +111,12 @@ def main(argv: list[str] | None = None) -> int:
 
     load_plugins()
     server._serving = _serving  # the one change to TVM's server (see the module docstring)
-    tracker = None
-    if args.tracker:
-        host, _, port = args.tracker.rpartition(":")
-        tracker = (host, int(port))
-    state = server.PopenRPCServerState(args.host, args.port, args.port_end, False, tracker,
-                                       args.key, args.load_library, args.custom_addr)
+    try:
+        state = server.PopenRPCServerState(args.host, args.port, args.port_end, False, tracker,
+                                           args.key, args.load_library, args.custom_addr)
+    except (OSError, RuntimeError, ValueError) as e:  # TVM raises RuntimeError for "cannot bind"
+        return _fail(f"cannot listen on {args.host}, ports {args.port}-{args.port_end}: "
+                     f"{str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}")
     print(f"fuzzharness rpc server: listening on {args.host}:{state.port}", flush=True)
     state.thread.join()
     return 0
