@@ -271,3 +271,24 @@ def test_server_bad_options_are_one_line_and_exit_2(args):
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("fuzzharness rpc server: error:"), r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_server_warns_in_one_line_when_it_listens_beyond_loopback(tmp_path):
+    port = free_port()
+    p = Proc([sys.executable, "-m", "fuzzharness.backends.rpc_server", "--host", "0.0.0.0",
+              "--port", str(port)], tmp_path / "server.log", env_with(), "listening on")
+    try:
+        deadline = time.monotonic() + 30
+        while "warning:" not in p.text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        warnings = [ln for ln in p.text().splitlines() if "warning:" in ln]
+        assert len(warnings) == 1 and "reachable from other machines" in warnings[0]
+    finally:
+        p.stop()
+    quiet = Proc([sys.executable, "-m", "fuzzharness.backends.rpc_server", "--port", str(free_port())],
+                 tmp_path / "quiet.log", env_with(), "listening on")
+    try:
+        time.sleep(1)
+        assert "warning:" not in quiet.text()
+    finally:
+        quiet.stop()

@@ -69,6 +69,17 @@ def _serving(sock, addr, opts, load_library):
         sock.close()
 
 
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _fail(message: str) -> int:
     print(f"fuzzharness rpc server: error: {message}", file=sys.stderr)
     return 2
@@ -118,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"cannot listen on {args.host}, ports {args.port}-{args.port_end}: "
                      f"{str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}")
     print(f"fuzzharness rpc server: listening on {args.host}:{state.port}", flush=True)
+    if not _loopback(args.host):
+        print(f"fuzzharness rpc server: warning: {args.host} is reachable from other machines; "
+              "anyone who can connect runs native code here", file=sys.stderr, flush=True)
     state.thread.join()
     return 0
 
