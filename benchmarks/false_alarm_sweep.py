@@ -14,6 +14,15 @@ inconclusive is listed: a false alarm of the harness (or, should one ever appear
 it would then be analysed and named).
 
     PYTHONPATH=. python benchmarks/false_alarm_sweep.py [--cases 2000] [--seed 3]
+        [--freedoms reversed,wide,lanes]
+
+``--freedoms``: every case's kernel is also lowered with one of TVM's *legal* freedoms
+(``tests/plugins/legal_freedoms.py``: reductions summed in reverse order, a float16
+accumulator kept in float32, per-lane partial sums), cycling through them; the declared
+program, the references and the order analysis stay the same.  Such kernels are correct, so
+they must give no finding either.  For each freedom the sweep also runs the kernel without it
+(same case otherwise) and counts how often the freedom changed the output bits — where it
+never does, "0 findings" would mean nothing.
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ LABELS = ("float16", "bfloat16", "float32", "float16-acc32", "float16-acc32-out1
 FLOAT = ("uniform", "normal", "cancellation", "wide_range")
 KINDS = ("reassoc", "reassoc", "order", "none")
 OK = ("pass", "inconclusive", "schedule_rejected")
+NOTES = ("order_preserving_divergence",)  # recorded, not findings (fail only with --strict-order)
 
 
 def targets() -> list[dict]:
@@ -99,12 +109,23 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--kinds", default=",".join(dict.fromkeys(KINDS)),
                     help="schedule kinds to draw: reassoc, order, none (comma-separated)")
+    ap.add_argument("--freedoms", default="",
+                    help="legal freedoms to apply, cycling (comma-separated; see the module doc)")
     args = ap.parse_args()
+    freedoms = [f for f in args.freedoms.split(",") if f]
+    if freedoms:
+        import tests.plugins.legal_freedoms as legal
+
+        unknown = set(freedoms) - set(legal.FREEDOMS)
+        if unknown:
+            ap.error(f"unknown freedom(s) {sorted(unknown)}; known: {', '.join(legal.FREEDOMS)}")
+    per_freedom: dict[str, collections.Counter] = {f: collections.Counter() for f in freedoms}
     kinds = [k for k in KINDS if k in args.kinds.split(",")] or list(KINDS)
     rng = random.Random(args.seed)
     tgts = targets()
     counts: collections.Counter = collections.Counter()
     alarms: list[str] = []
+    tvm_failures: list[str] = []
     judged_by = collections.Counter()
     t0 = time.perf_counter()
     names = sorted(FAMILIES)
@@ -125,24 +146,61 @@ def main() -> None:
                     schedule={"source": "sweep", "trace": schedule(name, p, kind, rng)},
                     target=target, pass_config={"tirx.disable_vectorize": True} if i % 7 == 0 else {},
                     oracle={"mode": "exact" if exact else "bound"})
+        freedom = None
+        if freedoms:
+            freedom = freedoms[counts["cases"] % len(freedoms)]
+            if freedom == "lanes" and kind == "reassoc":
+                # lanes restructures the reduction (split + rfactor): a reassociating trace
+                # drawn for the declared program then schedules another program
+                freedom = next((f for f in freedoms if f != "lanes"), None)
+                if freedom is None:
+                    continue
+            if legal.transform(freedom, workloads[name].source(p)) == workloads[name].source(p):
+                continue  # the freedom does not apply to this program
+            plain = case
+            case = Case(workload={"name": legal.workload_name(freedom, name), "params": p},
+                        inputs=case.inputs, schedule=case.schedule, target=case.target,
+                        pass_config=case.pass_config, oracle=case.oracle)
         v = execute(case).verdict
         status = v.status.value
         if status == "schedule_rejected":
             continue
+        if freedom is not None:
+            pf = per_freedom[freedom]
+            pf["cases"] += 1
+            pf[status] += 1
+            base = execute(plain).verdict
+            if base.digest and v.digest:
+                pf["compared"] += 1
+                pf["bits changed"] += base.digest != v.digest
         counts["cases"] += 1
         counts[status] += 1
         counts[f"{kind}:{'fma' if target.get('mcpu') else 'plain'}"] += 1
         for c in v.details.get("checks", []):
             if c["reference"] == "emulation":
                 judged_by[f"emulation ({c['run']} run, {'all' if c['complete'] else 'some'} elements)"] += 1
-        if status not in OK:
-            alarms.append(f"{status}: {name} {p} {case.inputs} {target} {kind}\n    {v.message[:300]}")
+        if freedom is not None and status in ("compile_error", "crash", "timeout"):
+            # TVM failing on the transformed program (lanes restructures the reduction, and
+            # the case's trace then schedules another program): a TVM finding, not a verdict
+            per_freedom[freedom]["tvm failures"] += 1
+            tvm_failures.append(f"{status}: {case.workload_name} {v.message[:160]}")
+        elif status not in OK + NOTES:
+            alarms.append(f"{status}: {case.workload_name} {p} {case.inputs} {target} {kind}\n    {v.message[:300]}")
     dt = time.perf_counter() - t0
     print(f"{counts['cases']} cases in {dt:.0f} s; statuses: "
-          + ", ".join(f"{k} {counts[k]}" for k in ("pass", "inconclusive") + tuple(
-              s for s in counts if s not in OK and ":" not in s and s != "cases")))
+          + ", ".join(f"{k} {counts[k]}" for k in ("pass", "inconclusive") + NOTES + tuple(
+              s for s in counts if s not in OK + NOTES and ":" not in s and s != "cases")))
     print("schedules × targets:", ", ".join(f"{k} {n}" for k, n in sorted(counts.items()) if ":" in k))
     print("bitwise checks made:", ", ".join(f"{k} {n}" for k, n in sorted(judged_by.items())))
+    for f, pf in per_freedom.items():
+        print(f"freedom {f}: {pf['cases']} cases, output bits changed in {pf['bits changed']} of "
+              f"{pf['compared']} compared; statuses: "
+              + ", ".join(f"{k} {n}" for k, n in sorted(pf.items())
+                          if k not in ("cases", "compared", "bits changed", "tvm failures")))
+    if tvm_failures:
+        print(f"TVM failures on transformed programs (not verdicts of the oracle): {len(tvm_failures)}")
+        for line, n in collections.Counter(tvm_failures).most_common(5):
+            print(f"   {n}× {line}")
     print(f"false alarms: {len(alarms)}")
     for a in alarms[:20]:
         print("  ", a)

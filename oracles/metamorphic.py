@@ -162,6 +162,8 @@ def conclude(
     name, idx = diff
     got, ref = _at(outputs[name], idx), _at(baseline[name], idx)
     details["first_difference"] = [name, idx]
+    if judgement.status is Status.ORDER_PRESERVING_DIVERGENCE:  # already a note, with its reason
+        return Conclusion(judgement.status, None, details)
     if judgement.status is Status.INCONCLUSIVE:
         bound = "the bound cannot judge this case"
     else:

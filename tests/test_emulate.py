@@ -129,6 +129,24 @@ def test_order_independent_elements_are_determined_under_any_order():
     assert not emulate(func, floats, PLAIN, ordered=False).determined["C"].any()
 
 
+def test_zero_terms_do_not_shrink_what_certifies_and_a_sum_past_2p_does_not_certify():
+    """An average-pooling window of integers up to 8, zeros among them: Σ|t| ≈ 1080 ≤ 2^11,
+    so every fp16 sum is exact in any order (a zero term once made the quantum 1/2, and only
+    sums ≤ 1024 certified: 30 % of these windows); past 2^11 nothing is claimed."""
+    p = {"kind": "avg", "layout": "NCHW", "N": 1, "C": 4, "H": 19, "W": 19, "KH": 16, "KW": 16,
+         "stride": 1, "pad": 0, "count_include_pad": True, "dtype": "float16"}
+    wl = workloads["pool2d"]
+    func = wl.prim_func(p)
+    exact = wl.exact_inputs(p, np.random.default_rng([1, 17]))
+    assert (exact["I"] == 0).any()
+    em = emulate(func, exact, PLAIN, ordered=False)
+    assert em.determined["O"].all()
+    got = run_kernel(func, exact, wl.outputs(p), PLAIN)["O"]
+    assert agree(got, em.variants["O"]).all()
+    big = {"I": (np.abs(exact["I"]) + 9).astype(np.float16)}  # Σ|t| ≥ 9·256 > 2^11 everywhere
+    assert not emulate(func, big, PLAIN, ordered=False).determined["O"].any()
+
+
 def test_a_stored_product_meeting_an_addition_is_not_emulated_on_fma_targets():
     """LLVM contracts T0 = a·b; out = T0 − r once it forwards T0 (small unrolled loops): the
     program text cannot tell, so no bitwise claim is made there — and without FMA there is

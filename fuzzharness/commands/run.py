@@ -87,8 +87,10 @@ def add_arguments(p) -> None:
                    help="known-bugs TOML file (default: the packaged fuzzharness/known_bugs.toml)")
     p.add_argument("--strict-order", action="store_true", default=None,
                    help="order_preserving_divergence notes (an order-preserving schedule's output "
-                        "differs bitwise from TVM's unscheduled build, within the bound) fail the "
-                        "campaign like findings (exit status 1)")
+                        "differs bitwise from the declared arithmetic in the declared order or "
+                        "from TVM's unscheduled build, while the bound and the exact-input run "
+                        "accept it: a legal summation order or wider accumulator may explain it) "
+                        "fail the campaign like findings (exit status 1)")
     p.add_argument("--config", type=Path, metavar="FILE", help="TOML settings file")
     p.add_argument("--workloads", help="comma-separated workload names (default: all; "
                                        "`fuzzharness list workloads`)")

@@ -13,11 +13,12 @@ remember which strings are bugs:
   emulation of the program's arithmetic), so either the reference or TVM's default lowering
   is wrong — the schedule is not to blame (triage before reporting upstream);
 * notes (:data:`NOTES`) — ``ORDER_PRESERVING_DIVERGENCE``: an order-preserving schedule's
-  output differs bitwise from TVM's unscheduled build while staying within the bound.  A
-  compiler may legally round differently (instruction selection is not part of the order
-  contract), so it is recorded, bucketed and listed apart, but fails a campaign only with
-  ``--strict-order``; the bitwise claim that fails a case is the emulation's
-  (:mod:`fuzzharness.execution.second_run`);
+  output differs bitwise from the declared arithmetic in the declared order (the same-order
+  emulation, on float inputs) or from TVM's unscheduled build, while the bound and the
+  exact-input run accept it.  A compiler may legally sum in another order, keep a wider
+  accumulator or round differently (``docs/error-model.md``), so it is recorded, bucketed
+  and listed apart, but fails a campaign only with ``--strict-order``; the bitwise claim
+  that fails a case is the emulation's on exact inputs (:mod:`fuzzharness.execution.second_run`);
 * not about TVM — ``SCHEDULE_REJECTED`` (TVM legitimately refused a generated schedule) and
   ``HARNESS_ERROR`` (a bug in this harness; never reported as a TVM bug).
 """

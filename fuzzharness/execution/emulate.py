@@ -424,10 +424,13 @@ def _quantum(t: np.ndarray) -> np.ndarray:
     m, e = np.frexp(np.where(ok, t, 1.0))
     mi = np.abs(m * 2.0**53).astype(np.int64)
     low_exp = np.frexp((mi & -mi).astype(np.float64))[1] - 1
-    qexp = np.where(ok, e - 53 + low_exp, np.iinfo(np.int64).max)
+    # int64 throughout: frexp's exponents are int32, and NumPy 2 would squeeze the "none"
+    # marker into int32 (−1: a quantum of 1/2 wherever a term is 0, halving what certifies)
+    qexp = np.where(ok, e.astype(np.int64) - 53 + low_exp, np.int64(np.iinfo(np.int64).max))
     qmin = qexp.min(axis=0)
-    return np.where(qmin == np.iinfo(np.int64).max, np.inf,
-                    np.ldexp(1.0, np.clip(qmin, -1100, 1100).astype(np.int32)))
+    with np.errstate(over="ignore"):  # the clipped marker of "no nonzero term" overflows to inf
+        return np.where(qmin == np.iinfo(np.int64).max, np.inf,
+                        np.ldexp(1.0, np.clip(qmin, -1100, 1100).astype(np.int32)))
 
 
 def _loop_order(block, realize, loops) -> dict:

@@ -82,7 +82,10 @@ def expectation_of(verdict: Verdict, timeout: float | None = None) -> dict[str, 
     elif verdict.status in (Status.WRONG_RESULT, Status.NAN_INF) and \
             str(d.get("decided_by", "")).startswith("emulation"):
         exp["summary"] = ("an output element that differs bit for bit from the program's own "
-                          "arithmetic in its own dtypes (same-order emulation)")
+                          "arithmetic in its own dtypes " + (
+                              "(same-order emulation)" if d.get("emulation_ordered", True) else
+                              "on exact inputs, where every summation order and every wider "
+                              "accumulator gives the same bits"))
     elif verdict.status in (Status.WRONG_RESULT, Status.NAN_INF):
         exp["summary"] = ("an output element farther from the float64 reference than its "
                           "error bound" if verdict.status is Status.WRONG_RESULT

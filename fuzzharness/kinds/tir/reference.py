@@ -92,7 +92,9 @@ def _decisive(case, wl, specs, decided: str, verdict, inputs, expected, exact):
             expected = wl.reference(case.params, inputs,
                                     Numerics(wl.prim_func(case.params), case.target))
     if decided.startswith("emulation"):
-        ordered = bool(((verdict.details or {}).get("order") or {}).get("preserved"))
+        d = verdict.details or {}
+        # the check's own mode; verdicts stored before it was recorded: same order where kept
+        ordered = bool(d.get("emulation_ordered", (d.get("order") or {}).get("preserved")))
         em = emulate(wl.prim_func(case.params), inputs, case.target, ordered=ordered)
         for name, variants in em.variants.items():
             v0 = np.asarray(variants[0]).astype(np.float64)
