@@ -68,8 +68,9 @@ order while the pool keeps every worker busy.  Outcomes:
   stage, worst element, error/bound ratio, message) and where the failing case was written
   (:func:`write_failure`: ``case.json``, the ``fuzzharness replay`` command, and a verified
   standalone ``repro.py`` where the minimizer's repro writer is installed);
-* targets the machine lacks (``Backend.unavailable``) → one skipped item per (target,
-  workload, dtype), with the back end's reason.
+* targets the machine lacks (``Backend.unavailable``) → the cases the plan puts there are
+  skipped with the back end's reason (the plan is the same on every machine, so the llvm
+  items are too); with no runnable target at all, one skipped item per combination.
 
 Corpus entries replay ``case.json`` in the same pool and run ``repro.py`` (exit 1: the bug
 reproduces, 0: fixed; the two must agree).  ``meta.json`` ``expected``:
@@ -143,7 +144,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     if state is None:
         return None
     lines = [f"fuzzharness: --fuzz-seed={state.seed} ({state.seed_origin}), profile "
-             f"{state.profile}: {state.n_cases} cases over {len(state.combos)} target/workload/"
+             f"{state.profile}: {state.n_cases} cases over {len(state.planned)} target/workload/"
              f"dtype combinations, {state.workers} workers"]
     for target, reason in state.unavailable.items():
         lines.append(f"fuzzharness: target {target} skipped: {reason}")
@@ -165,11 +166,18 @@ def _case_params(state) -> list[Any]:
     from fuzzharness.differential.plan import sample
 
     mark = pytest.mark.differential
-    params = [pytest.param(spec, id=spec.id, marks=mark) for spec in sample(state)]
-    for target, workload, dtype in state.skipped:
-        reason = f"target {target} unavailable on this machine: {state.unavailable[target]}"
-        params.append(pytest.param(None, id=f"{target}-{workload}-{dtype}",
-                                   marks=[mark, pytest.mark.skip(reason=reason)]))
+    params = []
+    for spec in sample(state):
+        if spec.target in state.unavailable:  # planned everywhere, run where it can (stable ids)
+            reason = f"target {spec.target} unavailable on this machine: {state.unavailable[spec.target]}"
+            params.append(pytest.param(None, id=spec.id, marks=[mark, pytest.mark.skip(reason=reason)]))
+        else:
+            params.append(pytest.param(spec, id=spec.id, marks=mark))
+    if not params:  # nothing runnable at all: one skipped item per combination says why
+        for target, workload, dtype in state.skipped:
+            reason = f"target {target} unavailable on this machine: {state.unavailable[target]}"
+            params.append(pytest.param(None, id=f"{target}-{workload}-{dtype}",
+                                       marks=[mark, pytest.mark.skip(reason=reason)]))
     return params
 
 

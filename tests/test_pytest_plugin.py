@@ -263,3 +263,32 @@ def test_corpus_entries(tmp_path):
     assert "corpus entry script-disagrees: repro.py exits 0 (fixed) but replaying case.json " \
            "reproduces bucket" in r.stdout
     assert "corpus entry" in r.stdout and "meta.json" in r.stdout  # the broken one says why
+
+
+def test_the_llvm_items_are_the_same_with_and_without_opencl():
+    """The sample is planned over every requested target, available or not: a machine
+    without an OpenCL runtime runs exactly the llvm cases of one with it (and skips the
+    rest), so "green on this TVM" means the same thing everywhere."""
+    from pathlib import Path
+
+    from fuzzharness.differential.plan import State, plan_combinations, sample
+
+    runnable, skipped, _ = plan_combinations(("llvm", "opencl"), None, None)
+    every = sorted(runnable + skipped, key=lambda c: ("llvm", "opencl").index(c[0]))
+    opencl = [c for c in every if c[0] == "opencl"]
+    llvm = [c for c in every if c[0] == "llvm"]
+    assert opencl and llvm
+
+    def plan(unavailable):
+        state = State(seed=0, seed_origin="test", profile="ci", n_cases=max(150, len(every)),
+                      cases_given=False,
+                      max_steps=8, targets=["llvm", "opencl"], target_filter=("llvm", "opencl"),
+                      workloads=None, dtypes=None,
+                      combos=[c for c in every if c[0] not in unavailable],
+                      skipped=[c for c in every if c[0] in unavailable], planned=every,
+                      unavailable=unavailable, workers=1, timeout=60, corpus=Path("."),
+                      out=Path("."), known_bugs=None)
+        return [s for s in sample(state) if s.target == "llvm"]
+
+    with_cl, without_cl = plan({}), plan({"opencl": "no OpenCL runtime"})
+    assert with_cl == without_cl and len(with_cl) >= len(llvm)

@@ -117,7 +117,7 @@ def test_the_culprit_step_recognizes_a_known_bug_by_a_longer_route_and_no_other(
     sig = Signature("wrong_result", "verify", workload="matmul", primitives=("blockize", "cache_write"),
                     facts=missing)
     rc = root_cause(case_with("Blockize", "CacheWrite", workload="matmul"), sig, "", "cache_write", missing)
-    assert known.classify(sig, "0.27.0", rc) is None
+    assert known.classify(sig, "0.27.0", rc).bug.id == "cache-write-of-blockized-reduction-loses-init"
     sig = Signature("wrong_result", "verify", workload="matmul", primitives=("blockize", "cache_read"),
                     facts=missing)
     rc = root_cause(case_with("Blockize", "CacheRead", workload="matmul"), sig, "", "blockize", missing)
@@ -155,7 +155,7 @@ def test_a_labelled_slice_keeps_different_bugs_apart_and_routes_together():
     assert len(by_bug) == len({labels[i]["bug"] for i in SLICE}) == 7  # and no split
     assert now["seed7/8160bbbd0643abb9"]["rc"].evidence == "ir_shape"
     assert now["seed7/962fdc44be6d82cb"]["known"] == "loop-partition-reduction-init"
-    assert now["seed7/33fd161d8b1cfe7f"]["known"] is None
+    assert now["seed7/33fd161d8b1cfe7f"]["known"] == "cache-write-of-blockized-reduction-loses-init"
 
 
 @pytest.mark.slow
@@ -182,3 +182,28 @@ def test_the_alloc_shape_is_a_mechanism_only_where_it_explains_the_failure():
     assert facts["seed7/8160bbbd0643abb9"][1] is not None
     assert facts["seed11/f05a4de70228fdc4"][0] == ("alloc_in_vectorized_loop_not_alone", "reduction_init_repeated")
     assert facts["seed11/f05a4de70228fdc4"][1] is None
+
+
+def test_raw_matches_pick_the_narrowest_entry_and_entries_list_their_other_symptoms():
+    """Two entries raw-match a blockize + cache_write failure with a missing init: the one that
+    names cache_write is the bug (its nan twin included), a blockize + cache_read one stays
+    blockize's.  An entry that lists a runaway loop as its bug's other symptom knows both; a
+    timeout without its primitive is not it."""
+    from fuzzharness.buckets.known_bugs import KnownBugs
+    from fuzzharness.buckets.signatures import Signature
+
+    known = KnownBugs.load(corpus=False)
+    missing = ("reduction_init_missing",)
+    for symptom in ("wrong_result", "nan_inf"):
+        sig = Signature(symptom, "verify", workload="batch_matmul",
+                        primitives=("blockize", "cache_write", "parallel"), facts=missing)
+        assert known.match(sig, "0.27.0").id == "cache-write-of-blockized-reduction-loses-init"
+    sig = Signature("wrong_result", "verify", workload="softmax", primitives=("blockize", "cache_read"),
+                    facts=missing)
+    assert known.match(sig, "0.27.0").id == "blockize-drops-reduction-init"
+    for symptom in ("crash", "timeout"):
+        sig = Signature(symptom, "run", kind="heap_damage" if symptom == "crash" else "",
+                        workload="pad", primitives=("fuse", "read_at", "split"))
+        assert known.match(sig, "0.27.0").id == "read-at-padding-block-unclamped-region"
+    assert known.match(Signature("timeout", "run", workload="pad", primitives=("fuse", "split")),
+                       "0.27.0") is None

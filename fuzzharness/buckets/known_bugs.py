@@ -51,13 +51,14 @@ class KnownBugsError(ValueError):
     """A known-bugs file that cannot be used (user-facing, one line)."""
 
 
-_MATCH_KEYS = {"symptom", "kind", "stage", "detail", "site", "workloads", "dtypes",
-               "primitives", "facts", "tvm"}
+_MATCH_KEYS = {"symptom", "also_symptoms", "kind", "stage", "detail", "site", "workloads",
+               "dtypes", "primitives", "facts", "tvm"}
 _BUG_KEYS = {"id", "title", "link", "status", "notes", "match", "trigger"}
 _TRIGGER_KEYS = {"primitives", "culprit", "options"}
 #: primitives that only add a copy block next to the program's blocks
 #: (a cache of an *input*: a cache of the output moves where results go, its own bugs)
 SIBLING_MAKERS = frozenset({"cache_read", "reindex_cache_read"})
+WRONG_ANSWERS = frozenset({"wrong_result", "nan_inf"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,7 +75,10 @@ class KnownBug:
     def matches(self, sig: Signature, tvm_version: str | None = None) -> bool:
         """The raw match: every ``[bug.match]`` pattern holds for ``sig``."""
         m = self.match
-        if m["symptom"] != sig.symptom:
+        symptoms = {m["symptom"], *m.get("also_symptoms", ())}
+        if sig.symptom not in symptoms and not {m["symptom"], sig.symptom} <= WRONG_ANSWERS:
+            # a wrong answer and its nan twin (garbage read as nan) are one bug; an entry
+            # lists other symptoms of its bug (memory damage: a crash or a runaway loop)
             return False
         for key in ("kind", "stage"):
             if key in m and m[key] != getattr(sig, key):
@@ -109,7 +113,7 @@ class KnownBug:
         if m["symptom"] in ("wrong_result", "nan_inf"):  # the symptom class: nan twins too
             if rc.symptom != WRONG_OUTPUT:
                 return False
-        elif m["symptom"] != sig.symptom:
+        elif sig.symptom not in {m["symptom"], *m.get("also_symptoms", ())}:
             return False
         for key in ("kind", "stage"):
             if key in m and m[key] != getattr(sig, key):
@@ -230,6 +234,15 @@ def corpus_bugs(corpus: str | Path | None) -> list[KnownBug]:
     return out
 
 
+def _specificity(bug: KnownBug) -> int:
+    """How much of a raw signature an entry pins down: with two raw matches (blockize +
+    reduction_init_missing, and blockize + cache_write + the same fact) the narrower one is
+    the bug.  Ties keep the file's order (max returns the first)."""
+    m = bug.match
+    return (len(m.get("primitives", ())) + len(m.get("facts", ()))
+            + sum(1 for k in ("detail", "site", "kind", "workloads", "dtypes") if k in m))
+
+
 @dataclasses.dataclass
 class KnownBugs:
     bugs: list[KnownBug]
@@ -271,11 +284,10 @@ class KnownBugs:
         return cls(bugs, source)
 
     def match(self, sig: Signature, tvm_version: str | None = None) -> KnownBug | None:
-        """The first entry whose raw patterns match (certain or not; see :meth:`classify`)."""
-        for bug in self.bugs:
-            if bug.matches(sig, tvm_version):
-                return bug
-        return None
+        """The most specific entry whose raw patterns match (certain or not; see
+        :meth:`classify`)."""
+        found = [bug for bug in self.bugs if bug.matches(sig, tvm_version)]
+        return max(found, key=_specificity) if found else None
 
     def classify(self, sig: Signature, tvm_version: str | None = None,
                  rc: RootCause | None = None) -> Match | None:
@@ -288,13 +300,11 @@ class KnownBugs:
                 if bug.matches_minimized(sig, rc, tvm_version):
                     return Match(bug, True)
             return None
-        probable = None
-        for bug in self.bugs:
-            if bug.matches(sig, tvm_version):
-                if bug.confirms_raw(sig):
-                    return Match(bug, True)
-                probable = probable or Match(bug, False)
-        return probable
+        found = [bug for bug in self.bugs if bug.matches(sig, tvm_version)]
+        if not found:
+            return None
+        best = max(found, key=_specificity)
+        return Match(best, best.confirms_raw(sig))
 
     def __len__(self) -> int:
         return len(self.bugs)
@@ -366,10 +376,13 @@ def _parse_bug(entry: Any, where: str, seen: set[str]) -> KnownBug:
                 re.compile(match[key])
             except (re.error, TypeError) as e:
                 raise KnownBugsError(f"{where}: match.{key} is not a regular expression ({e})") from None
-    for key in ("workloads", "dtypes", "primitives", "facts"):
+    for key in ("workloads", "dtypes", "primitives", "facts", "also_symptoms"):
         if key in match and not (isinstance(match[key], list)
                                  and all(isinstance(x, str) for x in match[key])):
             raise KnownBugsError(f"{where}: match.{key} must be a list of strings")
+    if not set(match.get("also_symptoms", ())) <= {s.value for s in BUCKETED}:
+        raise KnownBugsError(f"{where}: match.also_symptoms must be among "
+                             f"{', '.join(sorted(s.value for s in BUCKETED))}")
     for key in ("kind", "tvm"):
         if key in match and not isinstance(match[key], str):
             raise KnownBugsError(f"{where}: match.{key} must be a string")

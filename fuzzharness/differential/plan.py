@@ -3,8 +3,11 @@
 Profiles are Hypothesis settings profiles (``fuzzharness-ci``, ``fuzzharness-nightly``, or
 one a project registered): ``max_examples`` is the number of cases, ``derandomize`` the seed
 policy.  Case ``i`` of the sample is ``generate_case(seed, i, GenSettings(workloads=(w,),
-dtypes=(d,), target=T))`` with its (target, workload, dtype) chosen round robin — the same
-seed and harness version give the same cases.
+dtypes=(d,), target=T))`` with its (target, workload, dtype) chosen round robin over *every*
+requested combination, whether this machine can run its target or not — the same seed and
+harness version give the same cases on every machine: the llvm items of a machine without
+OpenCL are exactly the llvm items of one with it, and the cases planned on a target the
+machine lacks are skipped with the reason.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ class State:
     dtypes: tuple[str, ...] | None
     combos: list[tuple[str, str, str]]  # runnable (target, workload, dtype)
     skipped: list[tuple[str, str, str]]  # on targets this machine lacks
+    planned: list[tuple[str, str, str]]  # all of them, in plan order: what the sample cycles
     unavailable: dict[str, str]  # target → reason
     workers: int
     timeout: float
@@ -79,17 +83,19 @@ class State:
             raise pytest.UsageError("--fuzz-cases must be ≥ 0")
         targets, wls, dts = _split(opt("fuzz_targets")), _split(opt("fuzz_workloads")), _split(opt("fuzz_dtypes"))
         combos, skipped, unavailable = plan_combinations(targets, wls, dts)
+        planned = sorted(combos + skipped, key=_plan_order(targets))
         root = Path(config.rootpath)
         state = cls(
             seed=seed, seed_origin=origin, profile=profile,
             # --fuzz-cases N: exactly N; a profile's max_examples: at least one per combination
+            # (of every requested target: the plan must not depend on what this machine has)
             n_cases=(given if given is not None
-                     else max(int(hyp.max_examples), len(combos)) if combos else 0),
+                     else max(int(hyp.max_examples), len(planned)) if combos else 0),
             cases_given=given is not None,
             max_steps=int(extras.get("max_steps", 8)),
             targets=list(targets or TARGET_PRESETS), target_filter=targets, workloads=wls,
             dtypes=dts,
-            combos=combos, skipped=skipped, unavailable=unavailable,
+            combos=combos, skipped=skipped, planned=planned, unavailable=unavailable,
             workers=opt("fuzz_workers") or default_workers(), timeout=opt("fuzz_timeout"),
             corpus=Path(opt("fuzz_corpus") or root / "corpus"),
             out=Path(opt("fuzz_out") or root / "fuzz-runs" / "differential") / f"seed-{seed}",
@@ -106,6 +112,12 @@ class State:
     def settings(self, target: str, workload: str, dtype: str) -> dict[str, Any]:
         return GenSettings(workloads=(workload,), dtypes=(dtype,), max_steps=self.max_steps,
                            target=dict(TARGET_PRESETS[target])).to_dict()
+
+
+def _plan_order(targets):
+    """Sort key: targets in the order requested (or TARGET_PRESETS'), then as planned."""
+    names = list(targets or TARGET_PRESETS)
+    return lambda c: names.index(c[0])
 
 
 def _split(text: str | None) -> tuple[str, ...] | None:
@@ -208,11 +220,13 @@ class CaseSpec:
 
 
 def sample(state: State) -> list[CaseSpec]:
-    """Case ``i`` runs on combination ``i mod C`` (round robin); with fewer cases than
+    """Case ``i`` is planned on combination ``i mod C`` of every requested combination
+    (round robin, available or not: see the module docstring); with fewer cases than
     combinations (``--fuzz-cases N``, N < C) the N cases are spread evenly over them, so a
-    small sample still mixes targets, workloads and dtypes."""
-    combos, n = state.combos, state.n_cases
-    if not combos:
+    small sample still mixes targets, workloads and dtypes.  The caller skips the cases on
+    targets in ``state.unavailable``."""
+    combos, n = state.planned, state.n_cases
+    if not state.combos:
         return []
     if n >= len(combos):
         return [CaseSpec(*combos[i % len(combos)], index=i) for i in range(n)]
