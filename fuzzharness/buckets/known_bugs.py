@@ -234,12 +234,15 @@ def corpus_bugs(corpus: str | Path | None) -> list[KnownBug]:
     return out
 
 
-def _specificity(bug: KnownBug) -> int:
+def _specificity(bug: KnownBug) -> tuple[bool, int]:
     """How much of a raw signature an entry pins down: with two raw matches (blockize +
     reduction_init_missing, and blockize + cache_write + the same fact) the narrower one is
-    the bug.  Ties keep the file's order (max returns the first)."""
+    the bug.  The file's entries come before the corpus's stand-ins of them (a corpus entry
+    is a witness of a file entry, named ``corpus:<id>``); ties keep the file's order (max
+    returns the first)."""
     m = bug.match
-    return (len(m.get("primitives", ())) + len(m.get("facts", ()))
+    return (not bug.id.startswith("corpus:"),
+            len(m.get("primitives", ())) + len(m.get("facts", ()))
             + sum(1 for k in ("detail", "site", "kind", "workloads", "dtypes") if k in m))
 
 
