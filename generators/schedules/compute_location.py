@@ -3,6 +3,14 @@
 Sites are producer/consumer pairs through an intermediate buffer (one some block allocates):
 only those blocks can move.  The loop is drawn among the other block's loops, or — as
 MetaSchedule does — taken from a ``sample_compute_location`` decision.
+
+**Illegal proposals.**  In :data:`WILD_PERCENT` % of the proposals the pair is drawn from
+*every* ordered pair of distinct blocks instead: a block moved under the loop of one it
+has no dataflow with, of its own consumer's consumer, or of its producer's producer — moves
+that break a dependence or have no meaning.  TVM must refuse them with a ``ScheduleError``
+(a refused step, not a finding); one it accepts is compiled and judged like any other
+schedule, so a miscompiled acceptance is the finding "TVM accepts an illegal schedule".
+The flag is always drawn, so the number of draws of a proposal does not depend on it.
 """
 
 from __future__ import annotations
@@ -10,6 +18,19 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from fuzzharness.generators.schedules.base import Primitive, ScheduleState, register
+
+#: share of compute_at / reverse_compute_at proposals drawn from every pair of blocks
+WILD_PERCENT = 10
+
+
+def _sites(state: ScheduleState) -> list[tuple[str, str]]:
+    """The pairs of this proposal: dataflow pairs, or — drawn first, always — every ordered
+    pair of distinct blocks (see the module docstring)."""
+    wild = state.draw(st.integers(0, 99)) < WILD_PERCENT
+    if wild:
+        names = state.facts.names()
+        return [(a, b) for a in names for b in names if a != b]
+    return _pairs(state)
 
 
 def _pairs(state: ScheduleState) -> list[tuple[str, str]]:
@@ -31,7 +52,7 @@ class ComputeAt(Primitive):
     covers = ("compute_at", "sample_compute_location")
 
     def propose(self, state: ScheduleState):
-        pairs = _pairs(state)
+        pairs = _sites(state)
         if not pairs:
             return None
         producer, consumer = state.draw(st.sampled_from(pairs))
@@ -56,7 +77,7 @@ class ReverseComputeAt(Primitive):
     covers = ("reverse_compute_at",)
 
     def propose(self, state: ScheduleState):
-        pairs = _pairs(state)
+        pairs = _sites(state)
         if not pairs:
             return None
         producer, consumer = state.draw(st.sampled_from(pairs))
