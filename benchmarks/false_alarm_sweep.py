@@ -169,7 +169,11 @@ def main() -> None:
             pf = per_freedom[freedom]
             pf["cases"] += 1
             pf[status] += 1
-            base = execute(plain).verdict
+            base = execute(plain).verdict  # the untransformed kernel: judged like every case
+            counts[f"plain {base.status.value}"] += 1
+            if base.status.value not in OK + NOTES:
+                alarms.append(f"{base.status.value}: {name} (without the freedom) {p} "
+                              f"{case.inputs} {target} {kind}\n    {base.message[:300]}")
             if base.digest and v.digest:
                 pf["compared"] += 1
                 pf["bits changed"] += base.digest != v.digest
@@ -189,7 +193,11 @@ def main() -> None:
     dt = time.perf_counter() - t0
     print(f"{counts['cases']} cases in {dt:.0f} s; statuses: "
           + ", ".join(f"{k} {counts[k]}" for k in ("pass", "inconclusive") + NOTES + tuple(
-              s for s in counts if s not in OK + NOTES and ":" not in s and s != "cases")))
+              s for s in counts if s not in OK + NOTES and ":" not in s and s != "cases"
+              and not s.startswith("plain "))))
+    if freedoms:
+        print("the same cases without the freedom:", ", ".join(
+            f"{k[6:]} {n}" for k, n in sorted(counts.items()) if k.startswith("plain ")))
     print("schedules × targets:", ", ".join(f"{k} {n}" for k, n in sorted(counts.items()) if ":" in k))
     print("bitwise checks made:", ", ".join(f"{k} {n}" for k, n in sorted(judged_by.items())))
     for f, pf in per_freedom.items():

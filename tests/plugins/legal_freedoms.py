@@ -40,29 +40,23 @@ _BLOCK = re.compile(r'^(\s*)with T\.sblock\("([^"]+)"\):\s*$')
 _UPDATE = re.compile(r"^(\s*)(\w+)\[([^\]]*)\] = \2\[\3\] \+ (.*)$")
 
 
-def _sum_blocks(func) -> list:
-    """(name, SBlock) of the sum reductions: one store ``acc = acc + term`` with an init."""
+def _realizes(func) -> list:
+    """Every SBlockRealize of ``func``, in walk order."""
+    import tvm_ffi
     from tvm import s_tir
 
-    found = []
-
-    def visit(node):
-        if isinstance(node, s_tir.SBlockRealize):
-            b = node.block
-            if b.init is not None and type(b.body).__name__ == "BufferStore" \
-                    and type(b.body.value).__name__ == "Add" \
-                    and any(int(iv.iter_type) == 2 for iv in b.iter_vars) \
-                    and str(node.predicate) in ("True", "T.bool(True)", "1"):
-                found.append((str(b.name_hint), b))
-        for attr in ("body", "block"):
-            child = getattr(node, attr, None)
-            if child is not None and not isinstance(child, str | int):
-                visit(child)
-        for s in getattr(node, "seq", None) or []:
-            visit(s)
-
-    visit(func.body)
+    found: list = []
+    tvm_ffi.structural_walk(func, [(s_tir.SBlockRealize, found.append)])
     return found
+
+
+def _sum_blocks(func) -> list:
+    """(name, SBlock) of the sum reductions: one store ``acc = acc + term`` with an init."""
+    return [(str(r.block.name_hint), r.block) for r in _realizes(func)
+            if r.block.init is not None and type(r.block.body).__name__ == "BufferStore"
+            and type(r.block.body.value).__name__ == "Add"
+            and any(int(iv.iter_type) == 2 for iv in r.block.iter_vars)
+            and str(r.predicate) in ("True", "T.bool(True)", "1")]
 
 
 def _blocks_text(lines: list[str]):
@@ -166,24 +160,9 @@ def lane_sums(text: str) -> str:
 
 
 def _iter_values(sch, block):
-    from tvm import s_tir
-
     target = sch.get(block)
-    found = []
-
-    def visit(node):
-        if isinstance(node, s_tir.SBlockRealize) and node.block.same_as(target):
-            found.extend(node.iter_values)
-            return
-        for attr in ("body", "block"):
-            child = getattr(node, attr, None)
-            if child is not None and not isinstance(child, str | int):
-                visit(child)
-        for s in getattr(node, "seq", None) or []:
-            visit(s)
-
-    visit(sch.mod["main"].body)
-    return found
+    return next((list(r.iter_values) for r in _realizes(sch.mod["main"])
+                 if r.block.same_as(target)), [])
 
 
 def _mentions(expr, var) -> bool:
