@@ -166,18 +166,15 @@ def _case_params(state) -> list[Any]:
     from fuzzharness.differential.plan import sample
 
     mark = pytest.mark.differential
-    params = []
-    for spec in sample(state):
-        if spec.target in state.unavailable:  # planned everywhere, run where it can (stable ids)
-            reason = f"target {spec.target} unavailable on this machine: {state.unavailable[spec.target]}"
-            params.append(pytest.param(None, id=spec.id, marks=[mark, pytest.mark.skip(reason=reason)]))
-        else:
-            params.append(pytest.param(spec, id=spec.id, marks=mark))
+    def skipped(target: str, item_id: str):
+        reason = f"target {target} unavailable on this machine: {state.unavailable[target]}"
+        return pytest.param(None, id=item_id, marks=[mark, pytest.mark.skip(reason=reason)])
+
+    # planned everywhere, run where the machine can (stable ids)
+    params = [skipped(spec.target, spec.id) if spec.target in state.unavailable
+              else pytest.param(spec, id=spec.id, marks=mark) for spec in sample(state)]
     if not params:  # nothing runnable at all: one skipped item per combination says why
-        for target, workload, dtype in state.skipped:
-            reason = f"target {target} unavailable on this machine: {state.unavailable[target]}"
-            params.append(pytest.param(None, id=f"{target}-{workload}-{dtype}",
-                                       marks=[mark, pytest.mark.skip(reason=reason)]))
+        params = [skipped(t, f"{t}-{w}-{d}") for t, w, d in state.skipped]
     return params
 
 

@@ -72,11 +72,15 @@ class KnownBug:
     trigger: dict[str, Any] | None = None  # the minimal trigger ([bug.trigger]); None: not given
     source: str = ""  # where the entry comes from: a known-bugs file or a corpus entry
 
+    @property
+    def symptoms(self) -> set[str]:
+        """The entry's symptom and the other symptoms it lists for its bug (``also_symptoms``)."""
+        return {self.match["symptom"], *self.match.get("also_symptoms", ())}
+
     def matches(self, sig: Signature, tvm_version: str | None = None) -> bool:
         """The raw match: every ``[bug.match]`` pattern holds for ``sig``."""
         m = self.match
-        symptoms = {m["symptom"], *m.get("also_symptoms", ())}
-        if sig.symptom not in symptoms and not {m["symptom"], sig.symptom} <= WRONG_ANSWERS:
+        if sig.symptom not in self.symptoms and not {m["symptom"], sig.symptom} <= WRONG_ANSWERS:
             # a wrong answer and its nan twin (garbage read as nan) are one bug; an entry
             # lists other symptoms of its bug (memory damage: a crash or a runaway loop)
             return False
@@ -113,7 +117,7 @@ class KnownBug:
         if m["symptom"] in ("wrong_result", "nan_inf"):  # the symptom class: nan twins too
             if rc.symptom != WRONG_OUTPUT:
                 return False
-        elif sig.symptom not in {m["symptom"], *m.get("also_symptoms", ())}:
+        elif sig.symptom not in self.symptoms:
             return False
         for key in ("kind", "stage"):
             if key in m and m[key] != getattr(sig, key):
