@@ -115,6 +115,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="where failing cases are written (default: ROOTDIR/fuzz-runs/differential)")
     g.addoption("--fuzz-known-bugs", metavar="FILE",
                 help="known-bugs file (default: the packaged one)")
+    g.addoption("--fuzz-baseline", metavar="SPEC",
+                help="re-run each failure under a baseline TVM (a release such as 0.26, or a "
+                     "Python interpreter's path): also failing there → xfail (pre-existing), "
+                     "passing there → FAIL (regression)")
 
 
 def selected(config: pytest.Config) -> bool:
@@ -148,6 +152,10 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
              f"dtype combinations, {state.workers} workers"]
     for target, reason in state.unavailable.items():
         lines.append(f"fuzzharness: target {target} skipped: {reason}")
+    if state.baseline is not None:
+        lines.append(f"fuzzharness: baseline {state.baseline.label} ({state.baseline.python}): "
+                     "a failure that passes there is a regression; one that fails there too "
+                     "is pre-existing (xfail)")
     return lines
 
 
@@ -247,6 +255,17 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
         f"fuzzharness: seed {state.seed}: {sum(o.values())} differential cases run, {judged} "
         f"judged by the oracle ({parts}) in {time.monotonic() - state.started:.1f} s with "
         f"{state.workers} workers; failing cases under {state.out}")
+    if state.baseline is not None and state.compared:
+        from fuzzharness.releases.baseline import OUTCOMES
+
+        n = {k: sum(c.outcome == k for _, c in state.compared) for k in OUTCOMES}
+        terminalreporter.write_line(
+            f"fuzzharness: against {state.baseline.label}: " + ", ".join(
+                f"{n[k]} {k}" for k in OUTCOMES))
+        for k in OUTCOMES:
+            for nodeid, c in state.compared:
+                if c.outcome == k:
+                    terminalreporter.write_line(f"  {k:<15} {nodeid}: {c.status}")
 
 
 # -- fixtures ------------------------------------------------------------------------------------

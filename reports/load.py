@@ -142,7 +142,7 @@ _EMPTY = {
     "sessions": ["campaign", "id", "started", "ended", "cases"],
     "campaigns": ["campaign", "path", "seed", "created", "versions", "settings", "cases"],
     "repros": ["campaign", "bucket", "path", "reproduced", "root_cause", "issue_title"],
-    "findings": ["campaign", "root", *(f.name for f in dataclasses.fields(Finding)), "new"],
+    "findings": ["campaign", "root", *(f.name for f in dataclasses.fields(Finding)), "new", "bug"],
     "coverage": ["campaign", "axis", "value", "drawn", "proposed", "accepted", "compiled",
                  "verdict"],
     "census": ["campaign", "target", "feature", "cases"],

@@ -58,6 +58,8 @@ class Report:
     known_source: str
     generated: str
     root_causes: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    nights: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)  # tables.nightly
+    night_bugs: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
     census: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
 
     @property
@@ -81,6 +83,7 @@ def build(dirs: list[str | Path], known_bugs_path: str | None = None) -> Report:
     buckets = tables.bucket_list(data, bugs)
     summary = tables.campaign_summary(data, buckets)
     findings = tables.findings_table(data)
+    nights, night_bugs = tables.nightly(data)
     return Report(
         data=data, matrix=tables.verdict_matrix(data), status=tables.status_counts(data),
         rates=tables.failure_rate_by_primitive(data), throughput=tables.throughput(data),
@@ -88,9 +91,16 @@ def build(dirs: list[str | Path], known_bugs_path: str | None = None) -> Report:
         ratios=tables.ratio_distribution(data), buckets=buckets, findings=findings,
         known=tables.known_bugs_seen(findings), trends=tables.trends(data, summary),
         known_source=bugs.source, generated=dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
-        root_causes=tables.root_causes(data),
+        root_causes=tables.root_causes(data), nights=nights, night_bugs=night_bugs,
         census=tables.feature_census(data),
     )
+
+
+NIGHTLY_NOTE = ("the campaigns in the order given (oldest first). A bug is a known-bugs entry, "
+                "else a root cause, else a bucket. New tonight: seen in no earlier campaign; not "
+                "seen tonight: seen the night before, not tonight (fixed, or not drawn: "
+                "`fuzzharness corpus check` runs the stored repros); regression: passes on the "
+                "campaign's --baseline TVM. docs/nightly.md has the recipe.")
 
 
 # -- HTML ----------------------------------------------------------------------------------------
@@ -175,6 +185,11 @@ def render_html(rep: Report, out: Path) -> str:
     parts.append('<div class="cards">' + "".join(
         f'<div class="card {c}"><b>{v}</b>{_e(k)}</div>' for k, v, c in cards) + "</div>")
 
+    if len(rep.nights) > 1:  # several nights: what changed leads
+        parts.append("<h2 id='nightly'>Night by night: what changed</h2>")
+        parts.append(f'<p class="note">{_e(NIGHTLY_NOTE)}</p>')
+        parts.append(_table(rep.nights, index=False))
+        parts.append(_table(rep.night_bugs, index=False))
     rc = rep.root_causes
     if len(rc):  # what a maintainer files: one row per distinct bug, its best repro
         parts.append(f"<h2 id='root-causes'>Distinct bugs: {len(rc)} (root causes, from "
@@ -277,6 +292,9 @@ def _finding_rows(frame: pd.DataFrame, base: Path, *, known: bool = False) -> li
     for _, r in frame.iterrows():
         sev = _badge(r["severity"], plots.SEVERITY_COLORS.get(r["severity"]))
         label = (_badge("known", cls="known") if known else _badge("NEW", cls="new"))
+        if r.get("baseline"):  # run --baseline: what the baseline TVM did with it
+            label += " " + _badge(r["baseline"], "#8e44ad" if r["baseline"] == "regression"
+                                  else "#7f8c8d")
         camp = _rel(r["example_campaign"], base)
         rows.append(
             f'<tr><td class="l nw">{sev} {label}</td><td>{r["count"]}</td>'
@@ -363,6 +381,11 @@ def render_markdown(rep: Report, html_name: str | None = None, md_path: Path | N
            f"{t['cases']} cases, {t['findings']} TVM findings in {t['buckets']} buckets\n"]
     if t["harness_errors"]:
         out.append(f"**{t['harness_errors']} harness errors** (bugs in this harness, not TVM).\n")
+    if len(rep.nights) > 1:
+        out.append("\n### Night by night: what changed\n")
+        out.append(NIGHTLY_NOTE + "\n\n")
+        out.append(md_table(rep.nights))
+        out.append("\n" + md_table(rep.night_bugs.head(top * 2)))
     f = rep.findings
     new = f[f["new"]] if not f.empty else f
     out.append(f"\n### New findings ({len(new)})\n")
@@ -384,7 +407,7 @@ def render_markdown(rep: Report, html_name: str | None = None, md_path: Path | N
     rc = rep.root_causes
     if len(rc):
         out.append(f"\n### Distinct bugs: {len(rc)} (root causes, from {int(rc['buckets'].sum())} minimized buckets)\n")
-        out.append(md_table(rc.head(top)[["cases", "buckets", "title", "repro"]]))
+        out.append(md_table(rc.head(top)[["cases", "buckets", "attached", "title", "repro"]]))
     if len(rep.known):
         out.append(f"\n### Known bugs seen ({len(rep.known)})\n")
         out.append(md_table(rep.known[["bug", "link", "buckets", "cases"]]))

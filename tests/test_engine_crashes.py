@@ -192,3 +192,25 @@ def test_unknown_executor_is_a_usage_error(tmp_path):
 
 
 assert set(chaos.BEHAVIOURS) >= MISBEHAVIOURS
+
+
+def test_a_caller_that_holds_the_results_does_not_make_workers_look_dead(monkeypatch):
+    """The differential plugin holds the pool's generator while a failing test writes its
+    repro and runs it under a baseline TVM; results and "ready" messages that arrive
+    meanwhile are read, not mistaken for a hang or a worker that never started."""
+    import time
+
+    import fuzzharness.engine.pool as pool_module
+
+    monkeypatch.setenv("FUZZHARNESS_PLUGINS", "tests.plugins.chaos")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setattr(pool_module, "READY_TIMEOUT", 12.0)
+    tasks = [{"task": i, "case": chaos_case("none").to_dict()} for i in range(3)]
+    with WorkerPool(2, timeout=12) as pool:
+        results = []
+        for r in pool.run(tasks):
+            results.append(r)
+            if len(results) < len(tasks):
+                time.sleep(14)  # longer than both timeouts: the other worker's result waits
+        assert [r.verdict.status for r in results] == [Status.PASS] * 3
+        assert pool.restarts == 0

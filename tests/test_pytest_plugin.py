@@ -292,3 +292,30 @@ def test_the_llvm_items_are_the_same_with_and_without_opencl():
 
     with_cl, without_cl = plan({}), plan({"opencl": "no OpenCL runtime"})
     assert with_cl == without_cl and len(with_cl) >= len(llvm)
+
+
+def test_baseline_turns_old_failures_into_xfail_and_new_ones_into_regressions(tmp_path):
+    """--fuzz-baseline: the off-by-one program fails on this TVM; under a baseline on which it
+    fails too it is xfail (pre-existing), under one that compiles it right (an interpreter
+    wrapper that sets the plugin's FIXED_ENV) it FAILs as a regression."""
+    from tests.plugins.wrong_programs import FIXED_ENV
+
+    fixed = tmp_path / "python"
+    fixed.write_text(f'#!/bin/sh\nPYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{ROOT}" {FIXED_ENV}=1 '
+                     f'exec {sys.executable} "$@"\n')
+    fixed.chmod(0o755)
+    args = ["-m", "differential", "-v", "-rx", "--fuzz-seed", "14", "--fuzz-targets", "llvm",
+            "--fuzz-workloads", "test_matmul_off_by_one", "--fuzz-dtypes", "float32",
+            "--fuzz-cases", "3"]
+    results = {}
+    for name, base in (("same", sys.executable), ("fixed", fixed)):
+        r = run_pytest(tmp_path / name, *args, "--fuzz-baseline", base, plugins=WRONG)
+        results[name] = (r, {k: v for k, v in outcomes(r.stdout).items() if "off_by_one" in k})
+    r, got = results["same"]
+    assert "XFAIL" in got.values() and "FAILED" not in got.values(), r.stdout + r.stderr
+    assert "pre-existing: also fails on TVM" in r.stdout + r.stderr
+    assert re.search(r"against TVM \S+: 0 regression, [1-9]\d* pre-existing", r.stdout), r.stdout
+    r, got = results["fixed"]
+    assert r.returncode == 1 and "FAILED" in got.values() and "XFAIL" not in got.values(), r.stdout
+    assert "regression: passes on TVM" in r.stdout, r.stdout
+    assert re.search(r"against TVM \S+: [1-9]\d* regression, 0 pre-existing", r.stdout), r.stdout

@@ -71,13 +71,20 @@ class Finding:
     repro_note: str = ""  # why not, in a few words
     known_sure: bool = True  # False: a raw match the minimized case did not confirm ("probably")
     root_cause: str = ""  # the verified repro's root-cause key (buckets.root_causes)
+    baseline: str = ""  # run --baseline: regression | pre-existing | not comparable ("": not run)
+
+    @property
+    def bug(self) -> str:
+        """The bug this bucket is, as nights are compared: its known-bugs entry, else its
+        root cause, else the bucket itself."""
+        return f"known:{self.known_id}" if self.known_id else self.root_cause or self.key
 
     @property
     def is_new(self) -> bool:
         return not self.known_id
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self) | {"new": self.is_new}
+        return dataclasses.asdict(self) | {"new": self.is_new, "bug": self.bug}
 
 
 def campaign_findings(conn: sqlite3.Connection, known: KnownBugs, root: str | Path,
@@ -96,6 +103,7 @@ def campaign_findings(conn: sqlite3.Connection, known: KnownBugs, root: str | Pa
     # a bucket attached to a root cause unminimized is what that root cause's repro is
     via = dict(conn.execute("SELECT bucket, via FROM attachments")) if "attachments" in tables else {}
     minimize_off = _minimization_off(conn, tables)
+    base = dict(conn.execute("SELECT bucket, outcome FROM baseline")) if "baseline" in tables else {}
     out = []
     for key, symptom, stage, title, sig_json, first, last, n, example in conn.execute(
             "SELECT key, symptom, stage, title, signature, first_seen, last_seen, count, "
@@ -111,14 +119,17 @@ def campaign_findings(conn: sqlite3.Connection, known: KnownBugs, root: str | Pa
         f = Finding(key, title, symptom, stage, severity(symptom, stage), int(n), float(first),
                     float(last), int(example), known_id=bug.id if bug else "",
                     known_link=(bug.link or bug.status) if bug else "",
-                    known_sure=m is None or m.confirmed, root_cause=rc_key)
+                    known_sure=m is None or m.confirmed, root_cause=rc_key,
+                    baseline=base.get(key, ""))
         _repro_of(f, repros.get(key), root, minimize_off)
         if key in via and f.repro_status == "not minimized" and via[key] in repros:
             f.repro, f.repro_status = f"{REPROS_DIR}/{via[key]}", "attached"
             f.repro_note = (f"not minimized: its raw case has the mechanism of bucket "
                             f"{via[key]}'s verified repro (one root cause)")
         out.append(f)
-    out.sort(key=lambda f: (SEVERITIES.index(f.severity), not f.is_new, -f.count, f.example_idx))
+    # regressions against a baseline first: what a change did
+    out.sort(key=lambda f: (f.baseline != "regression", SEVERITIES.index(f.severity),
+                            not f.is_new, -f.count, f.example_idx))
     return out
 
 

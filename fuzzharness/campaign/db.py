@@ -82,7 +82,7 @@ if TYPE_CHECKING:
     from fuzzharness.buckets.signatures import Signature
 
 APPLICATION = "tvm-fuzzharness"
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 DB_NAME = "results.sqlite"
 
 SCHEMA = """
@@ -165,6 +165,14 @@ CREATE TABLE IF NOT EXISTS attachments(
     root_cause TEXT NOT NULL,
     evidence TEXT NOT NULL,
     via TEXT,
+    created REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS baseline(
+    bucket TEXT PRIMARY KEY,
+    baseline TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    status TEXT NOT NULL,
+    line TEXT,
     created REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS confirmations(
@@ -320,6 +328,8 @@ class ResultsDB:
             self.conn.executescript(SCHEMA)  # the attachments table
             with self.conn:
                 self._rekey_root_causes()
+        if schema < 7:
+            self.conn.executescript(SCHEMA)  # the baseline table (run --baseline)
         with self.conn:
             self.conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'",
                               (str(SCHEMA_VERSION),))
@@ -607,6 +617,23 @@ class ResultsDB:
             return {}  # a database older than schema 6, opened read-only
         return {b: {"root_cause": rc, "evidence": ev, "via": via} for b, rc, ev, via in
                 self.conn.execute("SELECT bucket, root_cause, evidence, via FROM attachments")}
+
+    def set_baseline(self, bucket: str, comparison: dict[str, Any]) -> None:
+        """What the baseline TVM did with ``bucket``'s example case (run --baseline:
+        :class:`fuzzharness.releases.baseline.Comparison` as a dict)."""
+        c = comparison
+        with self.conn:
+            self.conn.execute("INSERT OR REPLACE INTO baseline VALUES (?, ?, ?, ?, ?, ?)",
+                              (bucket, c["baseline"], c["outcome"], c["status"], c.get("line", ""),
+                               time.time()))
+
+    def baseline(self) -> dict[str, dict[str, Any]]:
+        """Bucket key → ``baseline``, ``outcome``, ``status``, ``line`` (empty: no baseline)."""
+        if not self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'baseline'").fetchone():
+            return {}  # a database older than schema 7, opened read-only
+        return {b: {"baseline": bl, "outcome": o, "status": st, "line": ln or ""}
+                for b, bl, o, st, ln in self.conn.execute(
+                    "SELECT bucket, baseline, outcome, status, line FROM baseline")}
 
     def root_causes(self) -> list[dict[str, Any]]:
         """The campaign's root causes — its distinct bugs: the verified repros grouped by the

@@ -128,6 +128,8 @@ class CampaignSummary:
     interrupted: str = ""  # the phase a Ctrl-C/SIGTERM stopped: "cases", "minimizing" ("": none)
     root_causes: list[dict] = dataclasses.field(default_factory=list)  # ResultsDB.root_causes rows
     strict_order: bool = False  # new notes fail the campaign too (--strict-order)
+    #: run --baseline: label, counts, bucket key → comparison (fuzzharness.releases.baseline)
+    baseline: dict = dataclasses.field(default_factory=dict)
 
     @property
     def rate(self) -> float:
@@ -480,6 +482,11 @@ def format_summary(s: CampaignSummary, *, limit: int = 15, coverage_table: bool 
     if s.confirmations:  # campaign/confirm.py: every finding re-run alone in a fresh worker
         lines.append("failures re-run alone in a fresh worker: " + ", ".join(
             f"{n} {outcome}" for outcome, n in sorted(s.confirmations.items())))
+    base = (s.baseline or {}).get("buckets") or {}
+    if s.baseline:  # what changed leads: regressions against the baseline TVM first
+        counts = s.baseline["counts"]
+        lines.append(f"against the baseline {s.baseline['label']}: " + ", ".join(
+            f"{n} {k}" for k, n in counts.items()) + " (new buckets re-run there)")
     findings = s.findings
     if findings:
         new = s.new_buckets
@@ -491,11 +498,15 @@ def format_summary(s: CampaignSummary, *, limit: int = 15, coverage_table: bool 
         lines.append(f"failures in the campaign: {n_cases} cases in {len(findings)} buckets — "
                      f"{len(new)} new buckets, {len(by_bug)} known bugs")
         # most severe first (a silent wrong answer before a loud compile error), then by count
-        for b in sorted(new, key=lambda b: (SEVERITIES.index(severity(b.signature.symptom,
+        for b in sorted(new, key=lambda b: ((base.get(b.key) or {}).get("outcome") != "regression",
+                                             SEVERITIES.index(severity(b.signature.symptom,
                                                                       b.signature.stage)),
                                              -b.count, b.example_idx))[:limit]:
             seen = "; ".join(x for x in (",".join(b.workloads), ",".join(b.dtypes)) if x)
-            lines.append(f"  NEW   {b.count:>5} × {b.title}")
+            cmp = base.get(b.key)
+            tag = {"regression": "REGRESSION", "pre-existing": "NEW, pre-existing",
+                   "not comparable": "NEW, not comparable"}.get((cmp or {}).get("outcome", ""), "NEW")
+            lines.append(f"  {tag:<5} {b.count:>5} × {b.title}")
             lines.append(f"        first: case #{b.example_idx}" + (f"; seen with {seen}" if seen else "")
                          + (f"; resembles known bug {b.resembles.id}, but its minimized trigger "
                             "is not that entry's" if b.resembles is not None else ""))

@@ -13,6 +13,8 @@
                        "bugs": [{"key", "title", "cases", "known", "root_causes",
                                  "evidence", "culprit", "repro", "buckets", "attached"}]},
      "minimize": "<the minimization report, text>",
+     "baseline": null | {"label": "TVM 0.26.0", "counts": {"regression": 1, ...},
+                         "regressions": [bucket keys], "buckets": {key: {"outcome", "status", ...}}},
      "replay": "fuzzharness replay fuzz-runs/x <case index or id>"}
 
 ``new`` comes from :func:`fuzzharness.buckets.findings.campaign_findings` (most severe first;
@@ -61,6 +63,7 @@ def summary_json(s: CampaignSummary) -> dict[str, Any]:
         "new": [f.to_dict() for f in findings if f.is_new],
         "distinct_bugs": distinct_bugs(s.root_causes),
         "minimize": s.minimized,
+        "baseline": s.baseline or None,
         "replay": f"fuzzharness replay {s.out} <case index or id>",
     }
 

@@ -112,6 +112,11 @@ def add_arguments(p) -> None:
                    help="run the workers under this Python interpreter and the TVM it imports "
                         "(a source build, a nightly, an older release; it needs numpy, "
                         "ml_dtypes and hypothesis; the harness comes from this checkout)")
+    p.add_argument("--baseline", metavar="SPEC",
+                   help="after the campaign, re-run each new bucket's case under a baseline TVM "
+                        "(a release such as 0.26 — its environment is made with pip once — or "
+                        "a Python interpreter's path): passing there → regression (listed "
+                        "first), failing there → pre-existing, refused there → not comparable")
     p.add_argument("--no-confirm", dest="confirm", action="store_false", default=None,
                    help="count failures as findings without re-running them alone in a fresh "
                         "worker first (faster; a failure caused by an earlier case then counts)")
@@ -313,6 +318,7 @@ def main(args, argv) -> int:
 
     directory, resume = campaign_directory(args)
     quiet = args.quiet or args.json
+    baseline = _baseline(args, quiet)
     progress = not (args.no_progress or quiet)
     if resume:
         over = resume_overrides(args)
@@ -338,6 +344,11 @@ def main(args, argv) -> int:
     status.mark_running(campaign.out)
     try:
         summary = campaign.run()
+        if baseline is not None and not summary.interrupted and summary.new_buckets:
+            from fuzzharness.commands.baseline_step import against_baseline
+
+            against_baseline(summary, baseline, timeout=campaign.settings.timeout,
+                             progress=not quiet)
     finally:
         status.mark_stopped(campaign.out)
     if args.json:
@@ -355,6 +366,19 @@ def main(args, argv) -> int:
         print(f"fuzzharness: interrupted while running cases; {interrupted_hint(args)}",
               file=sys.stderr, flush=True)
     return summary.exit_code
+
+
+def _baseline(args, quiet: bool):
+    """--baseline SPEC resolved before any work (a usage error otherwise)."""
+    if not getattr(args, "baseline", None):
+        return None
+    from fuzzharness.releases.baseline import BaselineError, resolve
+
+    say = (lambda m: None) if quiet else (lambda m: print(f"fuzzharness: {m}", file=sys.stderr, flush=True))
+    try:
+        return resolve(args.baseline, say=say)
+    except BaselineError as e:
+        raise UsageError(f"--baseline: {e}") from None
 
 
 def header(campaign) -> str:

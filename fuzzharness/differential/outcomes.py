@@ -118,9 +118,32 @@ def check_case(state: State, result, what: str, nodeid: str | None = None) -> No
         if bug is not None:
             state.outcomes[_judged(v, "known bug (xfail)")] += 1
             pytest.xfail(f"known TVM bug {bug.label()}: {v.line()}")
-    state.outcomes[_judged(v, "FAILED")] += 1
     paths = write_failure(state.out / (case or {}).get("id", result.task["task"]), case, v)
-    pytest.fail(failure_text(state, case, v, what, *paths, nodeid=nodeid), pytrace=False)
+    text = failure_text(state, case, v, what, *paths, nodeid=nodeid)
+    if v.is_finding and state.baseline is not None:
+        _against_baseline(state, case, paths[1], nodeid, text, v)
+    state.outcomes[_judged(v, "FAILED")] += 1
+    pytest.fail(text, pytrace=False)
+
+
+def _against_baseline(state: State, case: dict[str, Any] | None, script: Path | None,
+                      nodeid: str | None, text: str, v) -> None:
+    """--fuzz-baseline: a failure the baseline shares (or cannot judge) is xfail; one the
+    baseline passes is a regression, failed with that first (fuzzharness.releases.baseline)."""
+    from fuzzharness.releases.baseline import NOT_COMPARABLE, REGRESSION, Comparison, compare
+
+    if case is None:  # a failure while its schedule was drawn, before the case was reported
+        c = Comparison(NOT_COMPARABLE, state.baseline.label, "no case",
+                       "no case recorded to run there")
+    else:
+        c = compare(state.baseline, case, signature(case, v), script=script, timeout=state.timeout)
+    state.compared.append((nodeid or (case or {}).get("id", ""), c))
+    tested = f"TVM {_tvm_version() or '?'}"
+    if c.outcome == REGRESSION:
+        state.outcomes[_judged(v, "REGRESSION (FAILED)")] += 1
+        pytest.fail(f"{c.reason(tested)}\n{text}", pytrace=False)
+    state.outcomes[f"{c.outcome} (xfail)"] += 1
+    pytest.xfail(f"{c.reason(tested)}: {v.line()}")
 
 
 def _judged(v, label: str) -> str:

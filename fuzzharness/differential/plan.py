@@ -70,6 +70,8 @@ class State:
     known_bugs: str | None
     runner: Any = None
     bugs: Any = None  # KnownBugs
+    baseline: Any = None  # fuzzharness.releases.baseline.Baseline (--fuzz-baseline)
+    compared: list = dataclasses.field(default_factory=list)  # (nodeid, Comparison)
     outcomes: Counter = dataclasses.field(default_factory=Counter)
     started: float = dataclasses.field(default_factory=time.monotonic)
 
@@ -105,6 +107,13 @@ class State:
             state.bugs = KnownBugs.load(state.known_bugs)
         except KnownBugsError as e:
             raise pytest.UsageError(f"--fuzz-known-bugs: {e}") from None
+        if opt("fuzz_baseline"):
+            from fuzzharness.releases.baseline import BaselineError, resolve
+
+            try:
+                state.baseline = resolve(opt("fuzz_baseline"))
+            except BaselineError as e:
+                raise pytest.UsageError(f"--fuzz-baseline: {e}") from None
         if getattr(config, "cache", None) is not None:  # absent with -p no:cacheprovider
             config.cache.set(CACHE_KEY, seed)
         return state

@@ -295,7 +295,13 @@ class WorkerPool(Executor):
                     feed()
                     yield result
             now = time.monotonic()
+            # a worker with a message waiting is alive, whatever the clock says: the caller
+            # may have held this generator for a long time (a failing test writing its
+            # repro), and its result or "ready" arrived meanwhile; read it on the next turn
+            waiting = {id(key.data) for key, _ in self._sel.select(timeout=0)}
             for w in list(self._workers.values()):
+                if id(w) in waiting:
+                    continue
                 if w.task is not None and w.overdue(now, self.timeout):
                     if w.slot == FRESH_SLOT and w.child is not None:
                         yield self._fresh_ended(w, None)  # kills the child, keeps the zygote
