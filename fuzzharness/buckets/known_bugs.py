@@ -53,7 +53,7 @@ class KnownBugsError(ValueError):
 
 _MATCH_KEYS = {"symptom", "also_symptoms", "kind", "stage", "detail", "site", "workloads",
                "dtypes", "primitives", "facts", "tvm"}
-_BUG_KEYS = {"id", "title", "link", "status", "notes", "match", "trigger"}
+_BUG_KEYS = {"id", "title", "link", "status", "notes", "match", "trigger", "witness"}
 _TRIGGER_KEYS = {"primitives", "culprit", "options"}
 #: primitives that only add a copy block next to the program's blocks
 #: (a cache of an *input*: a cache of the output moves where results go, its own bugs)
@@ -71,22 +71,37 @@ class KnownBug:
     notes: str = ""
     trigger: dict[str, Any] | None = None  # the minimal trigger ([bug.trigger]); None: not given
     source: str = ""  # where the entry comes from: a known-bugs file or a corpus entry
+    #: the bug's executable witness: a minimized case (JSON) that fails with it, its path
+    #: relative to the known-bugs file (``witness = "known_witnesses/<id>.json"``);
+    #: ``fuzzharness known check`` runs it: it must fail and be recognized as this entry
+    witness: str = ""
 
     @property
     def symptoms(self) -> set[str]:
-        """The entry's symptom and the other symptoms it lists for its bug (``also_symptoms``)."""
-        return {self.match["symptom"], *self.match.get("also_symptoms", ())}
+        """The entry's symptom and the other symptoms it lists for its bug (``also_symptoms``);
+        a wrong answer and its nan twin (garbage read as nan) are one."""
+        out = {self.match["symptom"], *self.match.get("also_symptoms", ())}
+        return out | WRONG_ANSWERS if out & WRONG_ANSWERS else out
+
+    def _pins_hold(self, sig: Signature) -> bool:
+        """``stage`` and ``kind`` pin the entry's own symptom (and its twin); another symptom
+        it lists shows where and how that symptom shows (garbage is noticed at verify, a
+        crash at run)."""
+        m = self.match
+        own = {m["symptom"]} | (WRONG_ANSWERS if m["symptom"] in WRONG_ANSWERS else set())
+        if sig.symptom not in own:
+            return True
+        return all(m[k] == getattr(sig, k) for k in ("stage", "kind") if k in m)
 
     def matches(self, sig: Signature, tvm_version: str | None = None) -> bool:
         """The raw match: every ``[bug.match]`` pattern holds for ``sig``."""
         m = self.match
-        if sig.symptom not in self.symptoms and not {m["symptom"], sig.symptom} <= WRONG_ANSWERS:
+        if sig.symptom not in self.symptoms:
             # a wrong answer and its nan twin (garbage read as nan) are one bug; an entry
             # lists other symptoms of its bug (memory damage: a crash or a runaway loop)
             return False
-        for key in ("kind", "stage"):
-            if key in m and m[key] != getattr(sig, key):
-                return False
+        if not self._pins_hold(sig):
+            return False
         for key in ("detail", "site"):
             if key in m and not re.search(m[key], getattr(sig, key)):
                 return False
@@ -119,9 +134,8 @@ class KnownBug:
                 return False
         elif sig.symptom not in self.symptoms:
             return False
-        for key in ("kind", "stage"):
-            if key in m and m[key] != getattr(sig, key):
-                return False
+        if not self._pins_hold(sig):
+            return False
         if "tvm" in m and tvm_version is not None and not tvm_version.startswith(m["tvm"]):
             return False
         if "workloads" in m and sig.workload not in m["workloads"]:
@@ -270,6 +284,8 @@ class KnownBugs:
         except tomllib.TOMLDecodeError as e:
             raise KnownBugsError(f"malformed TOML in known-bugs file {p}: {e}") from None
         known = cls.from_doc(doc, str(p))
+        known.bugs = [dataclasses.replace(b, witness=str(p.parent / b.witness)) if b.witness
+                      else b for b in known.bugs]
         if corpus is True:
             corpus = default_corpus_dir()
         known.bugs += corpus_bugs(corpus or None)
@@ -403,5 +419,9 @@ def _parse_bug(entry: Any, where: str, seen: set[str]) -> KnownBug:
                 raise KnownBugsError(f"{where}: trigger.{key} must be a list of strings")
         if "culprit" in trigger and not isinstance(trigger["culprit"], str):
             raise KnownBugsError(f"{where}: trigger.culprit must be a string")
+    witness = entry.get("witness", "")
+    if not isinstance(witness, str):
+        raise KnownBugsError(f"{where}: 'witness' must be a path (relative to the file)")
     return KnownBug(bid, entry["title"], link, str(status), dict(match), str(entry.get("notes", "")),
-                    trigger=dict(trigger) if trigger is not None else None, source=where)
+                    trigger=dict(trigger) if trigger is not None else None, source=where,
+                    witness=witness)

@@ -9,21 +9,27 @@
         minimized case has the same trigger
   known list [--file FILE]
         the entries (the file's and the regression corpus's)
+  known check [ID ...] [--file FILE]
+        run every entry's executable witness (a minimized case beside the file, the entry's
+        ``witness``) on this TVM: it must fail and be recognized as that entry; a witness that
+        passes says the bug may be fixed (fuzzharness/commands/known_check.py)
 
 FILE defaults to the packaged fuzzharness/known_bugs.toml.  Exit status 0, 2 on a usage
-error (an unverified repro, a duplicate id, a file that would not load).
+error (an unverified repro, a duplicate id, a file that would not load); check: 1 when a
+witness is not recognized as its entry or no longer fails.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-HELP = "add verified repros to the known-bugs file, or list its entries"
+HELP = "add verified repros to the known-bugs file, list its entries, or check their witnesses"
 
 
 def add_arguments(p) -> None:
-    p.add_argument("action", choices=("add", "list"))
-    p.add_argument("paths", nargs="*", metavar="REPRO_DIR", help="add: a verified repro directory")
+    p.add_argument("action", choices=("add", "list", "check"))
+    p.add_argument("paths", nargs="*", metavar="REPRO_DIR|ID",
+                   help="add: a verified repro directory; check: entry ids (default: all)")
     p.add_argument("--file", type=Path, metavar="FILE",
                    help="known-bugs file (default: the packaged fuzzharness/known_bugs.toml)")
     p.add_argument("--id", help="add: the entry's id (default: from the repro's title)")
@@ -41,6 +47,19 @@ def main(args, argv) -> int:
             for bug in KnownBugs.load(path).bugs:
                 print(f"{bug.id:<48} {bug.link or bug.status}\n    {bug.title}")
             return EXIT_OK
+        if args.action == "check":
+            from fuzzharness.commands.known_check import check, format_rows
+            from fuzzharness.core.errors import EXIT_FINDINGS
+            from fuzzharness.core.tvm_support import versions
+
+            known = KnownBugs.load(path)
+            unknown = set(args.paths) - {b.id for b in known.bugs}
+            if unknown:
+                raise UsageError(f"known check: no entry {', '.join(sorted(unknown))}")
+            rows = check(known, ids=args.paths or None, tvm_version=versions().get("tvm"))
+            print(format_rows(rows))
+            bad = [r for r in rows if r["outcome"] not in ("recognized", "no witness")]
+            return EXIT_FINDINGS if bad else EXIT_OK
         if len(args.paths) != 1:
             raise UsageError("known add takes one repro directory")
         entry = known_entries.add(args.paths[0], path, bug_id=args.id, link=args.link)

@@ -121,18 +121,26 @@ def check_case(state: State, result, what: str, nodeid: str | None = None) -> No
     paths = write_failure(state.out / (case or {}).get("id", result.task["task"]), case, v)
     text = failure_text(state, case, v, what, *paths, nodeid=nodeid)
     if v.is_finding and state.baseline is not None:
-        _against_baseline(state, case, paths[1], nodeid, text, v)
+        _against_baseline(state, case, paths[1], nodeid, text, v, result.task)
     state.outcomes[_judged(v, "FAILED")] += 1
     pytest.fail(text, pytrace=False)
 
 
 def _against_baseline(state: State, case: dict[str, Any] | None, script: Path | None,
-                      nodeid: str | None, text: str, v) -> None:
+                      nodeid: str | None, text: str, v, task: dict[str, Any] | None = None) -> None:
     """--fuzz-baseline: a failure the baseline shares (or cannot judge) is xfail; one the
     baseline passes is a regression, failed with that first (fuzzharness.releases.baseline)."""
-    from fuzzharness.releases.baseline import NOT_COMPARABLE, REGRESSION, Comparison, compare
+    from fuzzharness.releases.baseline import (
+        NOT_COMPARABLE,
+        REGRESSION,
+        Comparison,
+        compare,
+        compare_task,
+    )
 
-    if case is None:  # a failure while its schedule was drawn, before the case was reported
+    if case is None and task is not None:  # a failure while its schedule was drawn: the
+        c = compare_task(state.baseline, task, signature(None, v), timeout=state.timeout)  # same draw there
+    elif case is None:
         c = Comparison(NOT_COMPARABLE, state.baseline.label, "no case",
                        "no case recorded to run there")
     else:

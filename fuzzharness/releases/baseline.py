@@ -13,7 +13,8 @@ SPEC``) every failure on the tested TVM is run again under the baseline TVM, and
                     ``s_tir`` lacks the primitive or checks it differently), the case is
                     inconclusive there, it fails *differently* there (it may stop before
                     the tested failure could show), the harness fails under it, or the failure is a call
-                    made while the schedule was drawn and no repro script exists to make it.
+                    made while the schedule was drawn and neither a repro script nor the
+                    generation task (pytest -m differential: seed and index) can make it.
                     Listed, never counted as a regression.
 
 SPEC is a release of :data:`fuzzharness.releases.check.RELEASES` (``0.26``, ``0.26.0``: its
@@ -159,6 +160,24 @@ def compare_all(baseline: Baseline,
                 out[res.task["task"]] = Comparison(judge(case, sig, v), baseline.label,
                                                    v.status.value, v.line()[:300])
     return out
+
+
+def compare_task(baseline: Baseline, task: dict[str, Any], tested: Signature | None, *,
+                 timeout: float = 120.0) -> Comparison:
+    """Run a *generation task* (seed, index, settings: the case is drawn in the worker) under
+    the baseline: a failure made while the schedule was drawn has no stored case, but the
+    same task draws the same choices there and makes the same call (pytest -m differential)."""
+    import os
+
+    from fuzzharness.core.interpreter import WORKER_PYTHON_ENV
+    from fuzzharness.engine.pool import WorkerPool
+
+    env = {**os.environ, WORKER_PYTHON_ENV: baseline.python}
+    with WorkerPool(1, timeout=timeout, env=env) as pool:
+        (res,) = list(pool.run([dict(task)]))
+    v = res.verdict
+    return Comparison(judge(res.case or {}, tested, v), baseline.label, v.status.value,
+                      v.line()[:300])
 
 
 def _by_script(baseline: Baseline, script: Path | None, timeout: float) -> Comparison:

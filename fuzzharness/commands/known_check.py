@@ -1,0 +1,102 @@
+"""``fuzzharness known check``: every known bug's executable witness, run on this TVM.
+
+A known-bugs entry with a ``witness`` (a minimized case JSON beside the file) is executable:
+its case runs in a worker of the crash-isolating pool, and
+
+``recognized``     it fails and the failure's root cause (:func:`root_cause` of the witness,
+                   as a campaign computes it for a minimized bucket) is classified as this
+                   entry — the entry knows its own bug;
+``other entry``    it fails but is classified as another entry (two entries overlap, or the
+                   witness shows another bug);
+``not recognized`` it fails, but no entry knows it: the entry's rules are too narrow for its
+                   own witness (a campaign would report this bug as NEW);
+``fixed?``         it passes (or TVM refuses its schedule) on this TVM: the bug may be fixed
+                   here — set the entry's status, or check with ``fuzzharness releases``;
+``no witness``     the entry has none (listed, not a failure).
+
+Exit status: 0 every witness is recognized, 1 any other outcome of a witness, 2 usage.
+A nightly job runs it to learn which known bugs no longer reproduce (docs/nightly.md).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def check(known, *, ids: list[str] | None = None, timeout: float = 120.0,
+          tvm_version: str | None = None) -> list[dict[str, Any]]:
+    """One row per entry of ``known`` (a KnownBugs; ``ids``: only those): id, outcome, the
+    witness's verdict line and what it was classified as."""
+    from fuzzharness.buckets.signatures import signature
+    from fuzzharness.core.verdict import Verdict
+    from fuzzharness.engine.pool import WorkerPool
+
+    bugs = [b for b in known.bugs if not b.id.startswith("corpus:")
+            and (not ids or b.id in ids)]
+    rows, tasks, cases = [], [], {}
+    for b in bugs:
+        if not b.witness:
+            rows.append({"id": b.id, "outcome": "no witness", "line": "", "as": ""})
+            continue
+        try:
+            case = json.loads(Path(b.witness).read_text())
+        except (OSError, ValueError) as e:
+            rows.append({"id": b.id, "outcome": "no witness", "line": f"unreadable: {e}", "as": ""})
+            continue
+        case.pop("id", None)
+        cases[b.id] = case
+        tasks.append({"task": b.id, "case": case})
+    verdicts = {}
+    if tasks:
+        with WorkerPool(min(2, len(tasks)), timeout=timeout) as pool:
+            verdicts = {r.task["task"]: r.verdict for r in pool.run(tasks)}
+    for bid, case in cases.items():
+        v = verdicts.get(bid)
+        failing = (case.get("origin") or {}).get("failing_verdict")
+        if v is not None and failing and not v.is_finding:
+            v = Verdict.from_dict(failing)  # a failure while the schedule was drawn (its script makes the call)
+        if v is None or not v.is_finding:
+            rows.append({"id": bid, "outcome": "fixed?", "as": "",
+                         "line": v.line()[:160] if v is not None else "no result"})
+            continue
+        sig = signature(case, v)
+        m = known.classify(sig, tvm_version, _root_cause(case, sig)) if sig is not None else None
+        outcome = ("recognized" if m is not None and m.bug.id == bid
+                   else "other entry" if m is not None else "not recognized")
+        rows.append({"id": bid, "outcome": outcome, "line": v.line()[:160],
+                     "as": m.bug.id if m is not None else ""})
+    order = {b.id: i for i, b in enumerate(bugs)}
+    return sorted(rows, key=lambda r: order[r["id"]])
+
+
+def _root_cause(case: dict[str, Any], sig):
+    """The witness's root cause as a campaign records it for a minimized bucket: with the
+    culprit schedule step of a schedule-level failure (kinds/tir/step_bisect.py)."""
+    from fuzzharness.buckets.root_causes import root_cause
+    from fuzzharness.core.case import Case
+    from fuzzharness.core.kinds import kind_name
+
+    step, facts = "", ()
+    if not sig.has_text and kind_name(case) == "tir" and (case.get("schedule") or {}).get("trace"):
+        from fuzzharness.kinds.tir.step_bisect import culprit_step
+
+        try:
+            step, facts = culprit_step(Case.from_dict(case), sig)
+        except Exception:  # noqa: BLE001 - without a step the root cause is still keyed
+            step, facts = "", ()
+    return root_cause(case, sig, "", step, facts)
+
+
+def format_rows(rows: list[dict[str, Any]]) -> str:
+    lines = []
+    for r in rows:
+        lines.append(f"{r['outcome']:<15} {r['id']}" + (f"  (as {r['as']})" if r["outcome"] == "other entry" else ""))
+        if r["line"] and r["outcome"] != "recognized":
+            lines.append(f"{'':<16}{r['line']}")
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
+    lines.append("known check: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+    return "\n".join(lines)

@@ -1,0 +1,53 @@
+"""Known bugs as executable witnesses: ``fuzzharness known check`` runs each entry's stored
+minimized case on the real TVM; it must fail and be recognized as its entry.  Both sides: the
+packaged entries know their own witnesses; an entry whose rules miss its witness, and a
+witness that no longer fails, are reported and exit 1."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tomllib
+
+import pytest
+
+from fuzzharness.buckets.known_bugs import KnownBugs, default_known_bugs_path
+from tests.conftest import run_cli
+
+pytestmark = pytest.mark.slow
+
+
+def test_every_packaged_witness_fails_and_is_recognized_as_its_entry():
+    known = KnownBugs.load()
+    with_witness = [b for b in known.bugs if b.witness]
+    assert len(with_witness) >= 7
+    r = run_cli("known", "check", *[b.id for b in with_witness])
+    assert r.returncode == 0, r.stdout + r.stderr
+    for b in with_witness:
+        assert f"recognized      {b.id}" in r.stdout, r.stdout
+
+
+def test_an_entry_too_narrow_for_its_witness_and_a_fixed_witness_fail_the_check(tmp_path):
+    doc = tomllib.loads(default_known_bugs_path().read_text())
+    entry = next(b for b in doc["bug"] if b["id"] == "read-at-padding-block-unclamped-region")
+    (tmp_path / "w").mkdir()
+    src = default_known_bugs_path().parent / entry["witness"]
+    shutil.copy(src, tmp_path / "w" / "read_at.json")
+    # the same case with its schedule dropped: the unscheduled pad is correct
+    case = json.loads(src.read_text())
+    case["schedule"] = {"source": "none", "trace": None}
+    (tmp_path / "w" / "passes.json").write_text(json.dumps(case))
+    (tmp_path / "known.toml").write_text(
+        'format = 1\n'
+        '[[bug]]\nid = "narrow"\ntitle = "read_at, but only with a fuse"\n'
+        'witness = "w/read_at.json"\n'
+        '[bug.match]\nsymptom = "nan_inf"\nstage = "verify"\nprimitives = ["read_at", "fuse"]\n'
+        '[[bug]]\nid = "gone"\ntitle = "a bug this TVM no longer has"\n'
+        'witness = "w/passes.json"\n'
+        '[bug.match]\nsymptom = "nan_inf"\nstage = "verify"\n')
+    r = run_cli("known", "check", "--file", tmp_path / "known.toml")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "not recognized  narrow" in r.stdout, r.stdout
+    assert "fixed?          gone" in r.stdout, r.stdout
+    r = run_cli("known", "check", "nope", "--file", tmp_path / "known.toml")
+    assert r.returncode == 2 and "no entry nope" in r.stderr
