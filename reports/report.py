@@ -99,7 +99,7 @@ def build(dirs: list[str | Path], known_bugs_path: str | None = None) -> Report:
 NIGHTLY_NOTE = ("the campaigns in the order given (oldest first). A bug is a known-bugs entry, "
                 "else a root cause, else a bucket. New tonight: seen in no earlier campaign; not "
                 "seen tonight: seen the night before, not tonight (fixed, or not drawn: "
-                "`fuzzharness corpus check` runs the stored repros); regression: passes on the "
+                "`fuzzharness known check` runs the stored witnesses); regression: passes on the "
                 "campaign's --baseline TVM. docs/nightly.md has the recipe.")
 
 

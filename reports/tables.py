@@ -374,8 +374,8 @@ def nightly(data: Campaigns) -> tuple[pd.DataFrame, pd.DataFrame]:
     (:attr:`fuzzharness.buckets.findings.Finding.bug`).  ``nights``: per campaign its TVM,
     the distinct bugs seen, those **new tonight** (seen in no earlier campaign), **seen
     again**, **not seen tonight** (seen the night before, not tonight — gone, or not drawn:
-    ``fuzzharness corpus check`` and ``releases`` tell a fix apart by running the repro), and
-    **regressions** against the campaign's baseline (``run --baseline``).  ``bugs``: per bug
+    ``fuzzharness known check``, ``corpus check`` and ``releases`` tell a fix apart by
+    running the witness or repro), and **regressions** against the campaign's baseline (``run --baseline``).  ``bugs``: per bug
     its title, the first and last night it was seen, on how many nights, and its state on the
     last night (new tonight, seen again, not seen tonight, regression)."""
     f = data.findings
