@@ -95,8 +95,8 @@ def default_targets() -> tuple[list[dict[str, Any]], list[float], str]:
 
     full = choose_device(needs_fp16=True, needs_images=True)  # what fp16 texture cases need
     caveat = "" if not isinstance(full, str) else (
-        f" — but {full}: its fp16 and texture cases end inconclusive (.ci/install-opencl "
-        "installs Intel's CPU runtime, which has both)")
+        f" — but {full}: its fp16 and texture cases end inconclusive (on x86-64 Linux "
+        "pip install -e '.[opencl]' brings Intel's CPU runtime, which has both)")
     return ([dict(TARGET_PRESETS[n]) for n in names], shares,
             f"{mix}: an OpenCL runtime is here, so OpenCL and Adreno texture cases join{caveat}")
 

@@ -16,8 +16,9 @@ would do is reproduced here:
 
 Device choice: among the devices found (narrowed by ``FUZZHARNESS_OPENCL_DEVICE``, a
 substring of "platform: device"), the first that can run the kernel: kernels that use fp16
-need ``cl_khr_fp16`` (PoCL lacks it; Intel's CPU runtime from PyPI ``intel-opencl-rt`` has
-it, see ``.ci/install-opencl``), texture scopes need image support.  With no such device the
+need ``cl_khr_fp16`` (PoCL lacks it; Intel's CPU runtime from PyPI ``intel-opencl-rt``, which
+the ``opencl`` extra installs and :mod:`fuzzharness.backends.opencl_runtime` finds, has it),
+texture scopes need image support.  With no such device the
 case is compiled but not run, and the verdict says so (inconclusive, ``not_run``).
 """
 
@@ -97,14 +98,19 @@ def _devices() -> tuple[Any, list[tuple[Any, Any]]] | str:
 
 
 def _load_devices() -> tuple[Any, list[tuple[Any, Any]]] | str:
+    from fuzzharness.backends.opencl_runtime import configure
+
+    configure()  # runtimes pip installed here (Intel's CPU runtime): found without set-up
     try:
         import pyopencl as cl
     except ImportError:
-        return "pyopencl is not installed (pip install 'tvm-fuzzharness[opencl]')"
+        return ("pyopencl is not installed (pip install -e '.[opencl]': pyopencl and, on x86-64 "
+                "Linux, Intel's CPU OpenCL runtime)")
     try:
         devices = [(p, d) for p in cl.get_platforms() for d in p.get_devices()]
     except cl.Error as e:  # no ICD loader/vendor: "PLATFORM_NOT_FOUND_KHR"
-        return f"no OpenCL platform ({e}); install an OpenCL runtime (.ci/install-opencl)"
+        return (f"no OpenCL platform ({e}); pip install 'tvm-fuzzharness[opencl]' brings Intel's "
+                "CPU runtime on x86-64 Linux, elsewhere install your platform's runtime")
     want = os.environ.get("FUZZHARNESS_OPENCL_DEVICE", "")
     devices = [(p, d) for p, d in devices if want in f"{p.name}: {d.name}"]
     if not devices:

@@ -61,6 +61,9 @@ def collect(sections: list[str], known_bugs: str | None) -> dict[str, Any]:
             rows.append({"name": name, "target": target, "runs_here": why is None,
                          "why_not": why or ""})
         out["targets"] = rows
+        from fuzzharness.backends.opencl import device_descriptions
+
+        out["opencl_devices"] = device_descriptions()  # or the one reason there is none
     if "known-bugs" in sections:
         bugs = KnownBugs.load(known_bugs)
         out["known_bugs"] = {"file": bugs.source, "bugs": [
@@ -93,6 +96,9 @@ def render(data: dict[str, Any]) -> str:
         for t in data["targets"]:
             here = "runs here" if t["runs_here"] else f"not here: {t['why_not'][:100]}"
             lines.append(f"  {t['name']:<10} {json.dumps(t['target'])[:60]:<62} {here}")
+        lines.append("OpenCL devices found (opencl and adreno run on the first that can run "
+                     "a kernel: fp16 needs cl_khr_fp16, textures need images):")
+        lines += [f"  {d}" for d in data.get("opencl_devices", [])]
     if "known_bugs" in data:
         kb = data["known_bugs"]
         lines.append(f"known bugs ({len(kb['bugs'])}, from {kb['file']}):")
