@@ -34,13 +34,19 @@ def against_baseline(summary, baseline: Baseline, *, timeout: float, progress: b
         for b in summary.new_buckets:
             row = db.find_case(str(b.example_idx))
             r = repros.get(b.key)
-            if row is None or row["case"] is None:  # the worker died before reporting it
-                missing[b.key] = Comparison(NOT_COMPARABLE, baseline.label, "no case",
-                                            "no stored case to run")
-                continue
             script = (summary.out / r["path"] / "repro.py") if r and r["reproduced"] and r.get("path") else None
-            items.append((b.key, row["case"], b.signature,
-                          script if script and Path(script).is_file() else None))
+            script = script if script and Path(script).is_file() else None
+            if row is None or row["case"] is None:
+                # no stored case (a failure while the schedule was drawn): its verified repro
+                # script makes the failing call, else there is nothing to run
+                if script is not None:
+                    items.append((b.key, {"origin": {"failing_call": "(repro script)"}},
+                                  b.signature, script))
+                else:
+                    missing[b.key] = Comparison(NOT_COMPARABLE, baseline.label, "no case",
+                                                "no stored case and no verified repro to run")
+                continue
+            items.append((b.key, row["case"], b.signature, script))
         if progress:
             print(f"fuzzharness: running {len(items)} new buckets under the baseline "
                   f"{baseline.label} ...", file=sys.stderr, flush=True)

@@ -61,7 +61,8 @@ RELEASES: tuple[Release, ...] = (
     Release("0.27.0.post1", "0.1.14.post1"),
 )
 #: what a worker imports besides TVM (pyproject.toml's pins for these)
-WORKER_NEEDS = ("numpy>=1.26,<3", "ml_dtypes>=0.5", "hypothesis>=6.150,<6.160")
+#: (pyopencl: OpenCL and Adreno cases run there too, on the runtimes the driver found)
+WORKER_NEEDS = ("numpy>=1.26,<3", "ml_dtypes>=0.5", "hypothesis>=6.150,<6.160", "pyopencl>=2024.1")
 STAMP = "fuzzharness-env.json"
 PIP_TIMEOUT = 1800.0
 
