@@ -76,6 +76,9 @@ def foreign_imports(text: str) -> list[str]:
 
 def run_script(path: str | Path, *, python: str | None = None, timeout: float = 900.0) -> Run:
     """Run ``path`` once in a fresh, isolated interpreter; never raises for what it does."""
+    from fuzzharness.backends.opencl_runtime import configure
+
+    configure()  # an OpenCL script finds the runtimes the harness found (inherited environment)
     path = Path(path).resolve()
     cmd = [python or sys.executable, "-I", str(path)]
     t0 = time.monotonic()

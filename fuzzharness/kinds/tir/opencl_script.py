@@ -75,11 +75,31 @@ class GeneratedCodeError(RuntimeError):
     """The OpenCL compiler refuses the source TVM generated."""
 
 
+def use_pip_opencl_runtime():
+    """Intel's CPU OpenCL runtime installed with pip (intel-opencl-rt: fp16 and images) has no
+    .icd file: point the ICD loader at it, and at the system's runtimes, unless told otherwise."""
+    import glob
+    import os
+    import tempfile
+
+    lib = os.path.join(sys.prefix, "lib", "libintelocl.so")
+    if os.environ.get("OCL_ICD_VENDORS") or not os.path.isfile(lib):
+        return
+    folder = tempfile.mkdtemp(prefix="opencl-vendors-")
+    with open(os.path.join(folder, "intel-cpu.icd"), "w") as f:
+        f.write(lib + "\n")
+    for icd in glob.glob("/etc/OpenCL/vendors/*.icd"):
+        with open(icd) as src, open(os.path.join(folder, os.path.basename(icd)), "w") as dst:
+            dst.write(src.read())
+    os.environ["OCL_ICD_VENDORS"] = folder
+
+
 class OpenCL:
     """The first OpenCL device that can run these sources (cl_khr_fp16 for half, images for
     texture scopes); run() launches one program's kernels as TVM's host function would."""
 
     def __init__(self, sources):
+        use_pip_opencl_runtime()
         import pyopencl as cl
 
         fp16 = any(re.search(r"\bhalf\d*\b|cl_khr_fp16", s) for s in sources)
