@@ -3,8 +3,10 @@
 * ``pass`` → passed; ``inconclusive`` (the error model cannot judge, or the machine cannot
   run the program) and ``schedule_rejected`` (TVM legitimately refused the random schedule)
   → skipped with the reason, never passed;
-* a TVM finding that the known-bugs file matches → xfail with the bug's link; any other
-  finding, and harness errors → failed, with the verdict and where the failing case was
+* a TVM finding that the known-bugs file matches → xfail with the bug's link; with
+  ``--fuzz-baseline`` any other finding is run under the baseline TVM: failing there too (or
+  not comparable there) → xfail with the reason, passing there → failed as a regression
+  (:mod:`fuzzharness.releases.baseline`); any other finding, and harness errors → failed, with the verdict and where the failing case was
   written (:func:`write_failure`: ``case.json``, the ``fuzzharness replay`` command, and a
   verified standalone ``repro.py``);
 * a corpus entry reproduces when replaying ``case.json`` gives a finding with the bucket key
@@ -138,8 +140,10 @@ def _against_baseline(state: State, case: dict[str, Any] | None, script: Path | 
         compare_task,
     )
 
-    if case is None and task is not None:  # a failure while its schedule was drawn: the
-        c = compare_task(state.baseline, task, signature(None, v), timeout=state.timeout)  # same draw there
+    if case is None and task is not None:
+        # a failure while its schedule was drawn (no case reported): the same generation
+        # task draws the same choices under the baseline and makes the same call there
+        c = compare_task(state.baseline, task, signature(None, v), timeout=state.timeout)
     elif case is None:
         c = Comparison(NOT_COMPARABLE, state.baseline.label, "no case",
                        "no case recorded to run there")
