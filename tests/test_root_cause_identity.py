@@ -124,6 +124,44 @@ def test_the_culprit_step_recognizes_a_known_bug_by_a_longer_route_and_no_other(
     assert known.classify(sig, "0.27.0", rc).bug.id == "blockize-drops-reduction-init"
 
 
+def test_the_step_probe_sees_a_fault_the_minimized_inputs_hide():
+    """A max over all-ones inputs (the minimizer's simplest inputs) is one however many
+    partitions reset it, so loop_partition's prefix passes on those inputs; the probe also
+    runs each prefix on small integers, where it fails: the culprit step is loop_partition
+    and the case is the known loop_partition bug.  On its own inputs only, the step would be
+    the cache_write and the bug NEW (benchmarks/dedup: seed7/7d8e851893ced94c)."""
+    import json
+
+    from fuzzharness.buckets.known_bugs import KnownBugs
+    from fuzzharness.buckets.root_causes import root_cause
+    from fuzzharness.buckets.signatures import signature
+    from fuzzharness.core.case import Case
+    from fuzzharness.execution.stages import execute
+    from fuzzharness.kinds.tir import step_bisect
+    from tests.conftest import ROOT
+
+    cases = json.loads((ROOT / "benchmarks" / "dedup" / "cases.json").read_text())
+    d = dict(next(r["case"] for r in cases if r["id"] == "seed7/7d8e851893ced94c"))
+    d.pop("id", None)
+    case = Case.from_dict(d)
+    assert case.inputs["distribution"] == "ones"
+    sig = signature(d, execute(case).verdict)
+    step, facts = step_bisect.culprit_step(case, sig)
+    assert (step, facts) == ("loop_partition", ("reduction_init_repeated",))
+    m = KnownBugs.load(corpus=False).classify(sig, "0.27.0", root_cause(d, sig, "", step, facts))
+    assert m is not None and m.bug.id == "loop-partition-reduction-init"
+    # the other side: on the case's own inputs alone the fault does not show at that step
+    only_own = [(s, c) for s, c in step_bisect.prefixes(case) if c.inputs == case.inputs]
+    from fuzzharness.engine.pool import WorkerPool
+
+    with WorkerPool(1, timeout=60) as pool:
+        vs = {r.task["task"]: r.verdict for r in pool.run(
+            [{"task": i, "case": c.to_dict()} for i, (_, c) in enumerate(only_own)])}
+    own_step, _ = step_bisect.first_failing(sig, only_own, [vs[i] for i in range(len(only_own))],
+                                            "cache_write")
+    assert own_step == "cache_write"
+
+
 #: a slice of the labelled benchmark (benchmarks/dedup/): pairs of one bug by two routes, and
 #: different bugs that share a primitive (pad_einsum, blockize+cache_write) or the pass the
 #: probe names (PlanAndUpdateBufferAllocationLocation: the alloc bug and read_at's region)

@@ -31,7 +31,12 @@ from fuzzharness.minimize import trace_edit
 
 def prefixes(case: Case) -> list[tuple[str, Case]]:
     """(step primitive, the case with the trace cut after that step) for every schedule step
-    but the last (the whole case is the last prefix), in trace order."""
+    but the last (the whole case is the last prefix), in trace order — each prefix twice when
+    the workload allows exact inputs: with the case's inputs and with small integers
+    (:data:`PROBE_INPUTS`).  A minimized case keeps the simplest inputs that still show the
+    *whole* schedule's failure, often all ones, on which an earlier step's fault may not
+    show (the max of ones is one however many partitions reset it): the step is the first
+    whose prefix fails on either."""
     trace = case.trace
     insts = trace_edit.instructions(trace)
     steps = [i for i, inst in enumerate(insts) if not trace_edit.is_pure(inst)]
@@ -43,7 +48,25 @@ def prefixes(case: Case) -> list[tuple[str, Case]]:
             continue
         prefix = case.replace(schedule=dict(case.schedule, trace=cut))
         out.append((prims[-1], prefix))
+        probe = _probe_inputs(prefix)
+        if probe is not None:
+            out.append((prims[-1], probe))
     return out
+
+
+#: the inputs a prefix is also run with: small integers, judged exactly
+PROBE_INPUTS = ("small_ints", 0, "exact")
+
+
+def _probe_inputs(case: Case) -> Case | None:
+    from fuzzharness.minimize.passes import exact_mode_allowed
+
+    dist, seed, mode = PROBE_INPUTS
+    if (case.inputs.get("distribution"), case.oracle.get("mode")) == (dist, mode) \
+            or not exact_mode_allowed(case):
+        return None
+    return case.replace(inputs=dict(case.inputs, distribution=dist, seed=seed),
+                        oracle=dict(case.oracle, mode=mode))
 
 
 def first_failing(target: Signature, candidates: Sequence[tuple[str, Case]],
