@@ -12,7 +12,7 @@ import tomllib
 import pytest
 
 from fuzzharness.buckets.known_bugs import KnownBugs, default_known_bugs_path
-from tests.conftest import run_cli
+from tests.conftest import need, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -24,6 +24,8 @@ def test_every_packaged_witness_fails_and_is_recognized_as_its_entry():
     r = run_cli("known", "check", *[b.id for b in with_witness])
     assert r.returncode == 0, r.stdout + r.stderr
     for b in with_witness:
+        if f"not run here    {b.id}" in r.stdout:  # an OpenCL witness without an OpenCL device
+            need(f"known check could not run {b.id}'s witness here:\n{r.stdout}")
         assert f"recognized      {b.id}" in r.stdout, r.stdout
 
 

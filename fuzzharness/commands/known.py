@@ -58,7 +58,7 @@ def main(args, argv) -> int:
                 raise UsageError(f"known check: no entry {', '.join(sorted(unknown))}")
             rows = check(known, ids=args.paths or None, tvm_version=versions().get("tvm"))
             print(format_rows(rows))
-            bad = [r for r in rows if r["outcome"] not in ("recognized", "no witness")]
+            bad = [r for r in rows if r["outcome"] not in ("recognized", "no witness", "not run here")]
             return EXIT_FINDINGS if bad else EXIT_OK
         if len(args.paths) != 1:
             raise UsageError("known add takes one repro directory")

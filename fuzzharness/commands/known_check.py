@@ -12,7 +12,8 @@ its case runs in a worker of the crash-isolating pool, and
                    own witness (a campaign would report this bug as NEW);
 ``fixed?``         it passes (or TVM refuses its schedule) on this TVM: the bug may be fixed
                    here — set the entry's status, or check with ``fuzzharness releases``;
-``no witness``     the entry has none (listed, not a failure).
+``not run here``   this machine cannot judge it (its target needs a runtime it lacks);
+``no witness``     the entry has none (listed, not a failure; nor is ``not run here``).
 
 Exit status: 0 every witness is recognized, 1 any other outcome of a witness, 2 usage.
 A nightly job runs it to learn which known bugs no longer reproduce (docs/nightly.md).
@@ -57,6 +58,9 @@ def check(known, *, ids: list[str] | None = None, timeout: float = 120.0,
         failing = (case.get("origin") or {}).get("failing_verdict")
         if v is not None and failing and not v.is_finding:
             v = Verdict.from_dict(failing)  # a failure while the schedule was drawn (its script makes the call)
+        if v is not None and v.status.value == "inconclusive":  # e.g. no OpenCL device here
+            rows.append({"id": bid, "outcome": "not run here", "as": "", "line": v.line()[:160]})
+            continue
         if v is None or not v.is_finding:
             rows.append({"id": bid, "outcome": "fixed?", "as": "",
                          "line": v.line()[:160] if v is not None else "no result"})
