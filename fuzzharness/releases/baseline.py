@@ -121,19 +121,7 @@ def compare(baseline: Baseline, case: dict[str, Any], tested: Signature | None, 
             script: Path | None = None, timeout: float = 120.0) -> Comparison:
     """Run ``case`` (a failure on the tested TVM, bucket signature ``tested``) under the
     baseline and say what it is."""
-    from fuzzharness.core.case import Case
-    from fuzzharness.releases.check import run_case
-
-    origin = case.get("origin") or {}
-    if origin.get("failing_call"):
-        return _by_script(baseline, script, timeout)
-    c = dict(case)
-    try:
-        verdict, _ = run_case(baseline.python, Case.from_dict(c), timeout)
-    except Exception as e:  # noqa: BLE001 - the baseline's failure to run is "not comparable"
-        return Comparison(NOT_COMPARABLE, baseline.label, "harness_error", f"{type(e).__name__}: {e}")
-    return Comparison(judge(case, tested, verdict), baseline.label, verdict.status.value,
-                      verdict.line()[:300])
+    return compare_all(baseline, [("case", case, tested, script)], timeout=timeout)["case"]
 
 
 def compare_all(baseline: Baseline,
@@ -142,23 +130,12 @@ def compare_all(baseline: Baseline,
     """:func:`compare` for many failures (``(key, case, signature, repro script or None)``),
     the cases in one worker pool under the baseline interpreter (a pool per case would start
     a TVM each)."""
-    import os
-
-    from fuzzharness.core.interpreter import WORKER_PYTHON_ENV
-    from fuzzharness.engine.pool import WorkerPool
-
     out = {k: _by_script(baseline, s, timeout) for k, c, _, s in items
            if (c.get("origin") or {}).get("failing_call")}
-    tasks = [{"task": k, "case": c} for k, c, _, _ in items if k not in out]
-    given = {k: (c, sig) for k, c, sig, _ in items}
-    if tasks:
-        env = {**os.environ, WORKER_PYTHON_ENV: baseline.python}
-        with WorkerPool(1, timeout=timeout, env=env) as pool:
-            for res in pool.run(tasks):
-                v = res.verdict
-                case, sig = given[res.task["task"]]
-                out[res.task["task"]] = Comparison(judge(case, sig, v), baseline.label,
-                                                   v.status.value, v.line()[:300])
+    given = {k: (c, sig) for k, c, sig, _ in items if k not in out}
+    for key, v, _ in _run(baseline, [{"task": k, "case": c} for k, (c, _) in given.items()], timeout):
+        case, sig = given[key]
+        out[key] = Comparison(judge(case, sig, v), baseline.label, v.status.value, v.line()[:300])
     return out
 
 
@@ -167,6 +144,15 @@ def compare_task(baseline: Baseline, task: dict[str, Any], tested: Signature | N
     """Run a *generation task* (seed, index, settings: the case is drawn in the worker) under
     the baseline: a failure made while the schedule was drawn has no stored case, but the
     same task draws the same choices there and makes the same call (pytest -m differential)."""
+    ((_, v, case),) = _run(baseline, [dict(task)], timeout)
+    return Comparison(judge(case or {}, tested, v), baseline.label, v.status.value, v.line()[:300])
+
+
+def _run(baseline: Baseline, tasks: list[dict[str, Any]], timeout: float) -> list[tuple]:
+    """``(task key, verdict, case)`` of each task, run in one worker pool under the baseline's
+    interpreter (a worker that dies gives a crash or harness_error verdict, never raises)."""
+    if not tasks:
+        return []
     import os
 
     from fuzzharness.core.interpreter import WORKER_PYTHON_ENV
@@ -174,10 +160,7 @@ def compare_task(baseline: Baseline, task: dict[str, Any], tested: Signature | N
 
     env = {**os.environ, WORKER_PYTHON_ENV: baseline.python}
     with WorkerPool(1, timeout=timeout, env=env) as pool:
-        (res,) = list(pool.run([dict(task)]))
-    v = res.verdict
-    return Comparison(judge(res.case or {}, tested, v), baseline.label, v.status.value,
-                      v.line()[:300])
+        return [(r.task["task"], r.verdict, r.case) for r in pool.run(tasks)]
 
 
 def _by_script(baseline: Baseline, script: Path | None, timeout: float) -> Comparison:
