@@ -6,8 +6,7 @@ runtime installed with pip (Intel's CPU runtime, ``intel-opencl-rt``: fp16 and i
 the ``opencl`` extra brings on x86-64 Linux) has no ``.icd`` file anywhere, so it is never
 found on its own.  :func:`configure` makes a folder under the harness's cache holding an
 ``.icd`` file for each runtime library installed in this Python environment
-(``<sys.prefix>/lib/libintelocl.so``, and the prefix ``.ci/install-opencl`` used to install
-into) plus the system's own ``.icd`` files (PoCL, a GPU vendor's) — or those of the folder
+(``<sys.prefix>/lib/libintelocl.so``) plus the system's own ``.icd`` files (PoCL, a GPU vendor's) — or those of the folder
 the user's ``OCL_ICD_VENDORS`` already names — and sets ``OCL_ICD_VENDORS`` to it, before
 pyopencl first asks for platforms.  Processes started afterwards (workers, repro scripts)
 inherit it.  No apt, no sudo, no variable to export by hand.
@@ -31,12 +30,9 @@ _MARK = "FUZZHARNESS_OPENCL_ICD_DIR"  # the folder this process (or its parent) 
 
 
 def pip_runtimes() -> list[Path]:
-    """Runtime libraries installed by pip in this environment (or in the prefix the CI
-    script installs Intel's runtime into)."""
-    from fuzzharness.core.interpreter import cache_dir
-
-    dirs = [Path(sys.prefix) / "lib", Path(sys.base_prefix) / "lib",
-            cache_dir() / "opencl" / "intel" / "lib"]
+    """Runtime libraries installed by pip in this environment (a virtual environment's own
+    prefix, then the interpreter's)."""
+    dirs = [Path(sys.prefix) / "lib", Path(sys.base_prefix) / "lib"]
     found = []
     for d in dict.fromkeys(dirs):
         for name in PIP_RUNTIMES:

@@ -40,8 +40,7 @@ def against_baseline(summary, baseline: Baseline, *, timeout: float, progress: b
                 # no stored case (a failure while the schedule was drawn): its verified repro
                 # script makes the failing call, else there is nothing to run
                 if script is not None:
-                    items.append((b.key, {"origin": {"failing_call": "(repro script)"}},
-                                  b.signature, script))
+                    items.append((b.key, None, b.signature, script))
                 else:
                     missing[b.key] = Comparison(NOT_COMPARABLE, baseline.label, "no case",
                                                 "no stored case and no verified repro to run")

@@ -125,13 +125,14 @@ def compare(baseline: Baseline, case: dict[str, Any], tested: Signature | None, 
 
 
 def compare_all(baseline: Baseline,
-                items: list[tuple[str, dict[str, Any], Signature | None, Path | None]], *,
+                items: list[tuple[str, dict[str, Any] | None, Signature | None, Path | None]], *,
                 timeout: float = 120.0) -> dict[str, Comparison]:
     """:func:`compare` for many failures (``(key, case, signature, repro script or None)``),
     the cases in one worker pool under the baseline interpreter (a pool per case would start
-    a TVM each)."""
+    a TVM each).  A failure without a case to replay (none stored, or one that holds the
+    trace *before* a failing call made while the schedule was drawn) runs its script."""
     out = {k: _by_script(baseline, s, timeout) for k, c, _, s in items
-           if (c.get("origin") or {}).get("failing_call")}
+           if c is None or (c.get("origin") or {}).get("failing_call")}
     given = {k: (c, sig) for k, c, sig, _ in items if k not in out}
     for key, v, _ in _run(baseline, [{"task": k, "case": c} for k, (c, _) in given.items()], timeout):
         case, sig = given[key]
