@@ -18,7 +18,7 @@ classified against today's known bugs, then per seed group:
   (goal 0), and repros of new bugs that an entry claims;
 * culprits: how many repros named a culprit pass, and how many a fix test confirmed (the
   campaign's ``finding.json``: ``culprit_confirmed``);
-* evidence types of the root causes (error text, IR shape, trigger).
+* evidence types of the root causes (error text, IR shape, step and site, trigger).
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def rekey(records: list[dict], workers: int) -> dict[str, dict]:
     for r in records:  # classify with the step, as a verified repro's root cause carries it
         n = out[r["id"]]
         if n["rc"] is not None and n.get("step"):
-            n["rc"] = root_cause(r["case"], n["sig"], "", n["step"], n["step_facts"])
+            n["rc"] = root_cause(r["case"], n["sig"], "", n["step"], n["step_facts"],
+                                 n.get("step_site", ()))
             m = known.classify(n["sig"], None, n["rc"])
             n["known"] = m.bug.id if m is not None else None
     return out
@@ -77,6 +78,7 @@ def _culprit_steps(records: list[dict], now: dict[str, dict], pool) -> None:
     from fuzzharness.core.kinds import kind_name
     from fuzzharness.core.traces import primitive_sequence
     from fuzzharness.kinds.tir.step_bisect import first_failing, prefixes
+    from fuzzharness.kinds.tir.step_site import site_facts
 
     jobs = []
     for r in records:
@@ -89,20 +91,23 @@ def _culprit_steps(records: list[dict], now: dict[str, dict], pool) -> None:
         case = Case.from_dict(c)
         prims = primitive_sequence(case.trace)
         if prims:
-            jobs.append((r["id"], prims[-1], prefixes(case)))
+            jobs.append((r["id"], case, prefixes(case)))
     tasks = [{"task": f"{k}:{j}", "case": c.to_dict()} for k, (_, _, cands) in enumerate(jobs)
              for j, (_, c) in enumerate(cands)]
     verdicts = {res.task["task"]: res.verdict for res in pool.run(tasks)}
-    for k, (rid, last, cands) in enumerate(jobs):
+    for k, (rid, case, cands) in enumerate(jobs):
         vs = [verdicts.get(f"{k}:{j}") for j in range(len(cands))]
-        now[rid]["step"], now[rid]["step_facts"] = first_failing(now[rid]["sig"], cands, vs, last)
+        step, facts, prefix = first_failing(now[rid]["sig"], cands, vs,
+                                            primitive_sequence(case.trace)[-1])
+        now[rid]["step"], now[rid]["step_facts"] = step, facts
+        now[rid]["step_site"] = site_facts(prefix or case)  # as culprit_step reads it
 
 
 def step_key(n: dict) -> str:
     """The variant identity measured with --steps: a trigger keyed by its culprit step (and
     symptom class, facts, options) instead of its whole primitive set."""
     rc = n["rc"]
-    if rc.evidence != "trigger" or not n.get("step"):
+    if rc.evidence not in ("trigger", "step_site") or not n.get("step"):
         return rc.key
     return "step:" + json.dumps([rc.symptom, n["step"], list(rc.facts), list(rc.options)])
 
@@ -168,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--show", action="store_true", help="list the root causes of split bugs")
     ap.add_argument("--steps", action="store_true",
                     help="also measure keying triggers by their culprit step alone (rejected: merges bugs)")
+    ap.add_argument("--dump", type=Path, help="write each repro's verdict and root cause here "
+                    "(JSON), to try identity rules without running the cases again")
     args = ap.parse_args(argv)
     records = {r["id"]: r for r in json.loads(args.cases.read_text())}
     doc = json.loads(args.labels.read_text())
@@ -178,6 +185,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     todo = [records[i] for i in labels]
     now = rekey(todo, args.workers)
+    if args.dump:
+        args.dump.write_text(json.dumps({i: {"status": n["status"], "known": n["known"],
+                                             "sig": n["sig"].to_dict() if n["sig"] else None,
+                                             "rc": n["rc"].to_dict() if n["rc"] else None}
+                                         for i, n in now.items()}, indent=0))
     tuned = [i for i in labels if records[i]["seed"] not in held_out]
     kept = [i for i in labels if records[i]["seed"] in held_out]
     print(f"{len(labels)} labelled repros, {len({v['bug'] for v in labels.values()})} real bugs; "

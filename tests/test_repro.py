@@ -302,6 +302,7 @@ def test_a_version_5_database_is_rekeyed_and_attached_buckets_join_their_root_ca
     bug that differed only in order and culprit become one distinct bug, while another bug
     stays apart; a bucket attached without minimizing joins its root cause, and an
     attachment to a root cause the database does not hold counts nowhere."""
+    from fuzzharness.buckets.root_causes import VERSION as RC_VERSION
     from fuzzharness.buckets.root_causes import RootCause
     from fuzzharness.campaign.db import ResultsDB
 
@@ -327,7 +328,7 @@ def test_a_version_5_database_is_rekeyed_and_attached_buckets_join_their_root_ca
     db = ResultsDB(tmp_path)
     keys = {r["bucket"]: r["root_cause"] for r in db.repros()}
     assert keys["b1"] == keys["b2"] != keys["b3"] and not keys["b1"].startswith("v1-")
-    assert db.repro("b1")["root_cause_fields"]["version"] == 2
+    assert db.repro("b1")["root_cause_fields"]["version"] == RC_VERSION
     assert RootCause.from_dict(db.repro("b3")["root_cause_fields"]).culprit == "schedule"
     db.attach("b4", keys["b1"], "ir_shape", via="b1")
     db.attach("b5", "no-such-root-cause", "ir_shape")
@@ -339,6 +340,37 @@ def test_a_version_5_database_is_rekeyed_and_attached_buckets_join_their_root_ca
     db.close()
     con = sqlite3.connect(tmp_path / "results.sqlite")
     assert con.execute("SELECT value FROM meta WHERE key='schema'").fetchone()[0] == str(SCHEMA_VERSION)
+
+
+def test_a_version_7_database_moves_its_attachments_to_the_rekeyed_root_causes(tmp_path):
+    """7 → 8: root-cause identity 3 changes every key; a bucket attached to a root cause by
+    its old key follows it to the new key, and one attached to a key no repro had stays
+    outside every root cause."""
+    from fuzzharness.buckets.root_causes import RootCause
+    from fuzzharness.campaign.db import ResultsDB
+
+    db = ResultsDB(tmp_path, create=True)
+    db.create_campaign(1, {}, {})
+    db.close()
+    v2 = {"symptom": "wrong_output", "stage": "verify", "primitives": ["compute_at", "vectorize"],
+          "options": [], "facts": ["alloc_in_vectorized_loop"], "culprit": "", "detail": "",
+          "site": "", "workload": "", "dtype": "", "evidence": "ir_shape", "version": 2}
+    con = sqlite3.connect(tmp_path / "results.sqlite")
+    con.execute("INSERT INTO repros(bucket, reproduced, runs, created, length, path, title, "
+                "root_cause, root_cause_fields) VALUES ('b1', 1, 1, 0, 2, '/r/b1', 't', 'old-key', ?)",
+                (json.dumps(v2),))
+    for bucket, key in (("b2", "old-key"), ("b3", "another-old-key")):
+        con.execute("INSERT INTO attachments VALUES (?, ?, 'ir_shape', 'b1', 0)", (bucket, key))
+    con.execute("UPDATE meta SET value = '7' WHERE key = 'schema'")
+    con.commit()
+    con.close()
+    db = ResultsDB(tmp_path)
+    new = RootCause.from_dict(v2).key
+    assert db.repro("b1")["root_cause"] == new != "old-key"
+    (cause,) = db.root_causes()
+    assert cause["key"] == new and cause["attached"] == {"b2": "ir_shape"}
+    assert db.attachments()["b3"]["root_cause"] == "another-old-key"
+    db.close()
 
 
 # -- the regression corpus ----------------------------------------------------------------------------

@@ -107,7 +107,7 @@ def test_the_culprit_step_recognizes_a_known_bug_by_a_longer_route_and_no_other(
     case = scheduled("reduce", {"axes": [1], "dtype": "float32", "op": "mean", "shape": [1, 2]},
                      partition_then_cache)
     sig = signature(case.to_dict(), execute(case).verdict)
-    step, facts = culprit_step(case, sig)
+    step, facts, _ = culprit_step(case, sig)
     assert (step, facts) == ("loop_partition", ("reduction_init_repeated",))
     assert known.classify(sig, "0.27.0", root_cause(case.to_dict(), sig)) is None
     m = known.classify(sig, "0.27.0", root_cause(case.to_dict(), sig, "", step, facts))
@@ -146,7 +146,7 @@ def test_the_step_probe_sees_a_fault_the_minimized_inputs_hide():
     case = Case.from_dict(d)
     assert case.inputs["distribution"] == "ones"
     sig = signature(d, execute(case).verdict)
-    step, facts = step_bisect.culprit_step(case, sig)
+    step, facts, _ = step_bisect.culprit_step(case, sig)
     assert (step, facts) == ("loop_partition", ("reduction_init_repeated",))
     m = KnownBugs.load(corpus=False).classify(sig, "0.27.0", root_cause(d, sig, "", step, facts))
     assert m is not None and m.bug.id == "loop-partition-reduction-init"
@@ -157,9 +157,52 @@ def test_the_step_probe_sees_a_fault_the_minimized_inputs_hide():
     with WorkerPool(1, timeout=60) as pool:
         vs = {r.task["task"]: r.verdict for r in pool.run(
             [{"task": i, "case": c.to_dict()} for i, (_, c) in enumerate(only_own)])}
-    own_step, _ = step_bisect.first_failing(sig, only_own, [vs[i] for i in range(len(only_own))],
+    own_step, _, _ = step_bisect.first_failing(sig, only_own, [vs[i] for i in range(len(only_own))],
                                             "cache_write")
     assert own_step == "cache_write"
+
+
+def _labelled(ids: list[str]) -> dict:
+    """Root causes of labelled repros (benchmarks/dedup/) as a campaign keys a minimized case:
+    its real verdict, then its culprit step and that step's site (step_bisect, step_site)."""
+    from fuzzharness.buckets.root_causes import root_cause
+    from fuzzharness.buckets.signatures import signature
+    from fuzzharness.core.case import Case
+    from fuzzharness.execution.stages import execute
+    from fuzzharness.kinds.tir import step_bisect
+    from tests.conftest import ROOT
+
+    records = {r["id"]: r for r in json.loads((ROOT / "benchmarks/dedup/cases.json").read_text())}
+    out = {}
+    for i in ids:
+        d = {k: v for k, v in records[i]["case"].items() if k != "id"}
+        case = Case.from_dict(d)
+        sig = signature(d, execute(case).verdict)
+        assert sig is not None, i
+        out[i] = root_cause(d, sig, "", *step_bisect.culprit_step(case, sig))
+    return out
+
+
+@pytest.mark.slow
+def test_routes_into_one_schedule_bug_share_a_step_and_site_and_other_bugs_stay_apart():
+    """reindex after a cache_read + compute_at, after a cache_write + reverse_compute_at and
+    after a read_at (each gives reindex a sibling under its loop: its copy is misplaced) is
+    one root cause; so is decompose_padding after a merge and after a cache_read +
+    compute_at.  pad_einsum of a max (padding not neutral) and pad_einsum of a reduction
+    whose loop a write-back shares (out-of-bounds stores, seen as a wrong output) fail at
+    the same step with the same symptom and stay apart by their site."""
+    rc = _labelled(["seed7/d3093380dd357a82", "seed7/b04dae30936c53a8", "seed7/48321b9fb3da4acf",
+                    "seed7/4a2b1e80e64964bb", "seed11/a221856cdf9dbe75",
+                    "seed7/ccdf60266346c221", "seed11/81372621b8836f8c"])
+    reindex = {rc[i].key for i in ("seed7/d3093380dd357a82", "seed7/b04dae30936c53a8", "seed7/48321b9fb3da4acf")}
+    assert len(reindex) == 1, {i: r.title() for i, r in rc.items()}
+    assert rc["seed7/d3093380dd357a82"].evidence == "step_site"
+    assert rc["seed7/4a2b1e80e64964bb"].key == rc["seed11/a221856cdf9dbe75"].key
+    assert rc["seed7/4a2b1e80e64964bb"].key not in reindex
+    pad_max, pad_shared = rc["seed7/ccdf60266346c221"], rc["seed11/81372621b8836f8c"]
+    assert (pad_max.symptom, pad_max.step) == (pad_shared.symptom, pad_shared.step) == ("wrong_output", "pad_einsum")
+    assert pad_max.key != pad_shared.key
+    assert "site_shares_outer_loop" in pad_shared.step_site and "site_shares_outer_loop" not in pad_max.step_site
 
 
 #: a slice of the labelled benchmark (benchmarks/dedup/): pairs of one bug by two routes, and

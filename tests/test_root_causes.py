@@ -12,6 +12,7 @@ import pytest
 from fuzzharness.buckets.known_bugs import KnownBugs, corpus_bugs
 from fuzzharness.buckets.root_causes import (
     SCHEDULE_CULPRIT,
+    VERSION,
     RootCause,
     culprit_of,
     minimize_order,
@@ -107,10 +108,60 @@ def test_a_version_1_record_is_keyed_the_current_way():
           "options": [], "facts": [], "culprit": "tirx.StorageRewrite", "detail": "", "site": "",
           "workload": "", "dtype": ""}
     old = RootCause.from_dict(v1)
-    assert old.culprit == "" and old.version == 2 and old.primitives == ("cache_write", "vectorize")
+    assert old.culprit == "" and old.version == VERSION and old.primitives == ("cache_write", "vectorize")
     assert old.key == root_cause(case_with("CacheWrite", "Vectorize"), wrong("cache_write", "vectorize")).key
     assert RootCause.from_dict(old.to_dict()) == old
     assert RootCause.from_dict(v1 | {"culprit": SCHEDULE_CULPRIT}).culprit == SCHEDULE_CULPRIT
+
+
+def test_a_culprit_step_and_its_site_key_a_schedule_bug_whatever_the_route():
+    """reindex on a block that shares its loop: the sibling came from a cache_read +
+    compute_at or from a cache_write + reverse_compute_at — one bug.  Another site, another
+    step or another symptom class is another root cause."""
+    shared = ("site_shares_loop", "site_shares_outer_loop")
+
+    def rc(kinds, step="reindex", site=shared, symptom="wrong_result"):
+        sig = wrong(*(k.lower() for k in kinds), symptom=symptom)
+        return root_cause(case_with(*kinds), sig, "", step, (), site)
+
+    a = rc(("CacheRead", "ComputeAt", "Reindex"))
+    b = rc(("CacheWrite", "ReverseComputeAt", "Reindex"))
+    assert a.evidence == b.evidence == "step_site" and a.key == b.key
+    assert "sch.reindex" in a.title() and "shares_loop" in a.title()
+    assert rc(("Reindex",), site=("site_reduction",)).key != a.key
+    assert rc(("CacheRead", "ComputeAt", "Reindex"), step="compute_at").key != a.key
+    crash = Signature("crash", "run", kind="SIGSEGV", workload="row_sum", primitives=("reindex",))
+    assert root_cause(case_with("Reindex"), crash, "", "reindex", (), shared).key != a.key
+    # without a step (not probed) the trigger keys it, as before
+    assert root_cause(case_with("Reindex"), wrong("reindex")).evidence == "trigger"
+
+
+def test_a_record_from_before_step_sites_stays_a_trigger():
+    """A version-2 root cause has a step but never read its site: keyed by the step alone it
+    would merge different bugs at one primitive, so it stays a trigger."""
+    v2 = {"symptom": "wrong_output", "stage": "verify", "primitives": ["pad_einsum"],
+          "options": [], "facts": [], "culprit": "", "version": 2, "evidence": "trigger",
+          "step": "pad_einsum", "step_facts": []}
+    old = RootCause.from_dict(v2)
+    assert old.evidence == "trigger" and old.version == VERSION
+    assert old.key == root_cause(case_with("PadEinsum"), wrong("pad_einsum")).key
+    new = RootCause.from_dict(v2 | {"version": VERSION, "evidence": "", "step_site": ["site_reduction"]})
+    assert new.evidence == "step_site" and RootCause.from_dict(new.to_dict()) == new
+
+
+def test_a_graph_is_keyed_by_its_schedule_primitives_not_its_operators():
+    """merge on a softmax's function and merge on a gelu's: one bug; a graph without a
+    schedule keeps its operators (the default pipeline on them is the trigger)."""
+    def graph(ops, prims):
+        case = {"workload": {"name": "graph", "params": {"nodes": [{"op": o} for o in ops]}}}
+        sig = Signature("wrong_result", "verify", workload="graph", primitives=tuple(sorted({*ops, *prims})),
+                        facts=("relax",))
+        return root_cause(case, sig)
+
+    assert graph(["softmax"], ["merge"]).key == graph(["gelu", "add"], ["merge"]).key
+    assert graph(["softmax"], ["merge"]).key != graph(["softmax"], ["loop_partition"]).key
+    assert graph(["softmax"], []).primitives == ("softmax",)
+    assert graph(["softmax"], []).key != graph(["gelu"], []).key
 
 
 @pytest.mark.parametrize("other", [

@@ -31,6 +31,12 @@ How sure a match is (:meth:`KnownBugs.classify`):
   primitive, with the entry's facts in that prefix;
 * a raw bucket that matches nothing is new; its minimized case may still turn out to be a
   known bug (a bystander primitive removed, a fact restored), and then it is known.
+
+**Identity from the witnesses** comes before every rule above: an entry's witnesses (its
+``witness`` and the ``routes`` — minimized cases of the same bug reached another way) carry
+the root cause ``fuzzharness known check --record`` computed for them; a minimized failure
+whose root cause has one of those keys is that bug, whatever the rules say
+(:mod:`fuzzharness.buckets.known_identities`).
 """
 
 from __future__ import annotations
@@ -53,7 +59,7 @@ class KnownBugsError(ValueError):
 
 _MATCH_KEYS = {"symptom", "also_symptoms", "kind", "stage", "detail", "site", "workloads",
                "dtypes", "primitives", "facts", "tvm"}
-_BUG_KEYS = {"id", "title", "link", "status", "notes", "match", "trigger", "witness"}
+_BUG_KEYS = {"id", "title", "link", "status", "notes", "match", "trigger", "witness", "routes"}
 _TRIGGER_KEYS = {"primitives", "culprit", "options"}
 #: primitives that only add a copy block next to the program's blocks
 #: (a cache of an *input*: a cache of the output moves where results go, its own bugs)
@@ -75,6 +81,18 @@ class KnownBug:
     #: relative to the known-bugs file (``witness = "known_witnesses/<id>.json"``);
     #: ``fuzzharness known check`` runs it: it must fail and be recognized as this entry
     witness: str = ""
+    #: more witnesses: the bug reached by other routes (``routes = ["known_witnesses/…"]``)
+    routes: tuple[str, ...] = ()
+    #: the root-cause keys recorded in the witnesses (known_identities.py)
+    identities: frozenset[str] = frozenset()
+
+    @property
+    def witnesses(self) -> tuple[str, ...]:
+        return tuple(w for w in (self.witness, *self.routes) if w)
+
+    def pinned_release_holds(self, tvm_version: str | None) -> bool:
+        m = self.match
+        return "tvm" not in m or tvm_version is None or tvm_version.startswith(m["tvm"])
 
     @property
     def symptoms(self) -> set[str]:
@@ -283,8 +301,13 @@ class KnownBugs:
             raise KnownBugsError(f"cannot read known-bugs file {p}: {e.strerror}") from None
         except tomllib.TOMLDecodeError as e:
             raise KnownBugsError(f"malformed TOML in known-bugs file {p}: {e}") from None
+        from fuzzharness.buckets.known_identities import identities
+
         known = cls.from_doc(doc, str(p))
-        known.bugs = [dataclasses.replace(b, witness=str(p.parent / b.witness)) if b.witness
+        known.bugs = [dataclasses.replace(
+            b, witness=str(p.parent / b.witness) if b.witness else "",
+            routes=tuple(str(p.parent / r) for r in b.routes)) for b in known.bugs]
+        known.bugs = [dataclasses.replace(b, identities=identities(b.witnesses)) if b.witnesses
                       else b for b in known.bugs]
         if corpus is True:
             corpus = default_corpus_dir()
@@ -319,6 +342,9 @@ class KnownBugs:
         ``rc``: the root cause of the bucket's *minimized* case (then ``sig`` is the minimized
         case's signature); None for a raw bucket."""
         if rc is not None:
+            for bug in self.bugs:  # the identity of a witness first, then the rules
+                if rc.key in bug.identities and bug.pinned_release_holds(tvm_version):
+                    return Match(bug, True)
             for bug in self.bugs:
                 if bug.matches_minimized(sig, rc, tvm_version):
                     return Match(bug, True)
@@ -419,9 +445,11 @@ def _parse_bug(entry: Any, where: str, seen: set[str]) -> KnownBug:
                 raise KnownBugsError(f"{where}: trigger.{key} must be a list of strings")
         if "culprit" in trigger and not isinstance(trigger["culprit"], str):
             raise KnownBugsError(f"{where}: trigger.culprit must be a string")
-    witness = entry.get("witness", "")
+    witness, routes = entry.get("witness", ""), entry.get("routes", [])
     if not isinstance(witness, str):
         raise KnownBugsError(f"{where}: 'witness' must be a path (relative to the file)")
+    if not (isinstance(routes, list) and all(isinstance(r, str) and r for r in routes)):
+        raise KnownBugsError(f"{where}: 'routes' must be a list of paths (relative to the file)")
     return KnownBug(bid, entry["title"], link, str(status), dict(match), str(entry.get("notes", "")),
                     trigger=dict(trigger) if trigger is not None else None, source=where,
-                    witness=witness)
+                    witness=witness, routes=tuple(routes))

@@ -16,12 +16,21 @@ Every root cause records its ``evidence``:
                 a buffer inside a vectorized loop, whichever of compute_at,
                 reverse_compute_at, cache_read/write, read_at/write_at or rfactor brought its
                 producer there): keyed by the symptom class and those facts alone;
+``step_site``   a failure without text or mechanism whose culprit schedule step is known
+                (:mod:`fuzzharness.kinds.tir.step_bisect`: the first step after which the
+                minimized case fails): keyed by the symptom class, the stage, that step and
+                the classes of the site it acted on (:mod:`fuzzharness.kinds.tir.step_site`:
+                a reduction block, a loop shared with another block, a nested block) — the
+                steps before it are the route (a cache_write and a reverse_compute_at, a
+                merge, a write_at all give a later ``reindex`` the sibling it mishandles);
 ``trigger``     otherwise the minimal trigger: the symptom class, the stage, the minimized
                 trace's schedule primitives as a *set* (lookups and samplers left out; an
                 annotation named by what it spells, e.g. ``unroll``; variants stay apart:
                 ``reindex_cache_read`` has bugs ``cache_read`` has not), the options
                 that survived minimization, the schedule facts; for a reference mismatch the
-                workload and dtype (no schedule to blame).
+                workload and dtype (no schedule to blame); for a graph the per-function
+                schedule primitives without the operators, when it has any (the operators
+                are where the schedule landed, not the bug).
 
 The ``culprit`` pass is recorded (and named in titles) only once a **fix test** confirmed it
 — the repro, run with that pass disabled, says fixed (:func:`fuzzharness.repro.verify.fix_test`),
@@ -65,8 +74,9 @@ MEMORY_CRASH = "crash/memory"
 MEMORY_KINDS = ("SIGSEGV", "SIGBUS", "SIGABRT", "heap_damage", "out_of_bounds")
 #: stages in which a crash is the generated kernel's (glibc may notice heap damage later)
 KERNEL_STAGES = ("run", "verify", "baseline")
-#: the version of the root-cause identity (1: primitive sequence and culprit in the key)
-VERSION = 2
+#: the version of the root-cause identity (1: primitive sequence and culprit in the key;
+#: 2: evidence types, no culprit; 3: step_site evidence, graphs keyed without operators)
+VERSION = 3
 #: schedule facts that name a bug's mechanism in the program TVM lowers
 #: (fuzzharness.execution.facts): a wrong output with one of them is that bug, whatever route
 #: reached it.  Only facts of *one* faulty place qualify: ``reduction_init_missing`` and
@@ -81,7 +91,7 @@ MECHANISM_FACTS = frozenset({"alloc_in_vectorized_loop"})
 SHAPE_FACTS = frozenset({"reduction_init_missing", "reduction_init_repeated",
                          "loop_mixes_spatial_and_reduction"})
 #: evidence types: how a root cause was decided (see the module docstring)
-EVIDENCE = ("error_text", "ir_shape", "trigger")
+EVIDENCE = ("error_text", "ir_shape", "step_site", "trigger")
 
 SEVERITY_LABELS = ("wrong result / nan / crash of the generated code", "hang or compiler crash",
                    "internal compile error", "reference mismatch / order divergence")
@@ -154,15 +164,18 @@ class RootCause:
     version: int = VERSION
     step: str = ""  # the first schedule step after which it fails (step_bisect); not keyed
     step_facts: tuple[str, ...] = ()  # the facts of the prefix that ends with that step
+    step_site: tuple[str, ...] = ()  # the site classes of that step (step_site evidence)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "primitives", tuple(sorted(set(self.primitives))))
         object.__setattr__(self, "options", tuple(self.options))
         object.__setattr__(self, "facts", tuple(self.facts))
         object.__setattr__(self, "step_facts", tuple(self.step_facts))
+        object.__setattr__(self, "step_site", tuple(sorted(set(self.step_site))))
         if not self.evidence:
             object.__setattr__(self, "evidence", "error_text" if self.has_text else
                                "ir_shape" if self.mechanism and self.symptom in _MECHANISM_SYMPTOMS
+                               else "step_site" if self.step and self.symptom != "reference_mismatch"
                                else "trigger")
 
     @property
@@ -179,6 +192,8 @@ class RootCause:
             what = {"stage": self.stage, "detail": self.detail, "site": self.site}
         elif self.evidence == "ir_shape":
             what = {"mechanism": list(self.mechanism)}
+        elif self.evidence == "step_site":
+            what = {"stage": self.stage, "step": self.step, "site": list(self.step_site)}
         else:
             what = {"stage": self.stage, "primitives": list(self.primitives),
                     "options": list(self.options), "facts": list(self.facts),
@@ -192,22 +207,29 @@ class RootCause:
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
-        for f in ("primitives", "options", "facts", "step_facts"):
+        for f in ("primitives", "options", "facts", "step_facts", "step_site"):
             d[f] = list(d[f])
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RootCause:
         """Fields of any version, keyed the current way: a version-1 record (no ``version``)
-        kept an unconfirmed culprit, which is dropped, and its evidence is derived again."""
+        kept an unconfirmed culprit, which is dropped, and its evidence is derived again; a
+        record from before ``step_site`` (version < 3) did not read the site of its step, so
+        it stays a ``trigger`` (a step without its site would merge different bugs)."""
         known = {f.name for f in dataclasses.fields(cls)}
+        had_site = "step_site" in d
         d = {k: v for k, v in d.items() if k in known}
-        for f in ("primitives", "options", "facts", "step_facts"):
+        for f in ("primitives", "options", "facts", "step_facts", "step_site"):
             d[f] = tuple(d.get(f) or ())
         if int(d.get("version") or 1) < VERSION:
             if d.get("culprit") != SCHEDULE_CULPRIT:
                 d["culprit"] = ""
             d["evidence"], d["version"] = "", VERSION
+            rc = cls(**d)
+            if rc.evidence == "step_site" and not had_site:
+                return dataclasses.replace(rc, evidence="trigger")
+            return rc
         return cls(**d)
 
     def trigger(self) -> str:
@@ -228,6 +250,10 @@ class RootCause:
             self.symptom, self.symptom)
         if self.evidence == "ir_shape":
             return f"{what}{where}: {', '.join(self.mechanism)} (after {self.trigger()}, one route)"
+        if self.evidence == "step_site":
+            site = f" on a {', '.join(f.removeprefix('site_') for f in self.step_site)} site" \
+                if self.step_site else ""
+            return f"{what}{where} at sch.{self.step}{site} (after {self.trigger()}, one route)"
         head = f"{what}{where} after {self.trigger()}"
         if self.workload:
             head += f" [{self.workload} {self.dtype}]"
@@ -239,10 +265,12 @@ _MECHANISM_SYMPTOMS = (WRONG_OUTPUT, MEMORY_CRASH)
 
 
 def root_cause(case: dict[str, Any] | None, sig: Signature, culprit: str | None = "",
-               step: str = "", step_facts: tuple[str, ...] = ()) -> RootCause:
+               step: str = "", step_facts: tuple[str, ...] = (),
+               step_site: tuple[str, ...] = ()) -> RootCause:
     """The root cause of a *minimized* failure (see the module docstring); ``culprit``: a
-    pass confirmed by a fix test, or :data:`SCHEDULE_CULPRIT`, or ""; ``step``/``step_facts``:
-    the culprit schedule step (:mod:`fuzzharness.kinds.tir.step_bisect`), recorded only."""
+    pass confirmed by a fix test, or :data:`SCHEDULE_CULPRIT`, or ""; ``step``/``step_facts``/
+    ``step_site``: the culprit schedule step (:mod:`fuzzharness.kinds.tir.step_bisect`), the
+    facts of the prefix ending with it, the site it acted on."""
     if sig.has_text:
         return RootCause(symptom_class(sig), sig.stage, detail=sig.detail, site=sig.site,
                          culprit=culprit or "")
@@ -251,12 +279,21 @@ def root_cause(case: dict[str, Any] | None, sig: Signature, culprit: str | None 
                          workload=sig.workload, dtype=sig.dtype)
     if kind_name(case) == "tir":
         prims = primitive_sequence(((case or {}).get("schedule") or {}).get("trace"))
-    else:  # a graph: its kind's primitives (operators and per-function primitives)
-        prims = tuple(sig.primitives)
+    else:  # a graph: its per-function schedule primitives, else its operators
+        prims = _graph_primitives(case, sig)
     symptom = symptom_class(sig)
     stage = "run" if symptom == MEMORY_CRASH else sig.stage  # whichever stage noticed it
     return RootCause(symptom, stage, prims, options_of(case), tuple(sig.facts), culprit or "",
-                     step=step, step_facts=tuple(step_facts))
+                     step=step, step_facts=tuple(step_facts), step_site=tuple(step_site))
+
+
+def _graph_primitives(case: dict[str, Any] | None, sig: Signature) -> tuple[str, ...]:
+    """A graph's schedule primitives without its operators (a merge on a softmax and one on
+    a gelu are one bug: measured, 3 fewer root causes on the held-out seed, no merges),
+    or the operators when no schedule primitive is left (the default pipeline on them)."""
+    nodes = (((case or {}).get("workload") or {}).get("params") or {}).get("nodes") or []
+    ops = {str(n.get("op")) for n in nodes}
+    return tuple(p for p in sig.primitives if p not in ops) or tuple(sig.primitives)
 
 
 def mechanism_key(sig: Signature) -> str | None:

@@ -59,7 +59,10 @@ migrated (additively, buckets recomputed from the stored verdicts) when opened. 
 ``repros.root_cause_fields`` (additive; NULL for repros written before).  4 → 5 added
 ``results.process``, ``results.confirmation`` and ``confirmations`` (additive: older results
 read as unconfirmed).  5 → 6: root-cause keys of version 2 (``repros.root_cause`` recomputed
-from the stored fields, :meth:`RootCause.from_dict`) and ``attachments`` (additive).
+from the stored fields, :meth:`RootCause.from_dict`) and ``attachments`` (additive).  6 → 7
+added ``baseline`` (additive).  7 → 8: root-cause keys of version 3 (step and site): repros
+re-keyed from their fields, and each attachment moved to the new key of the root cause it
+pointed at.
 """
 
 from __future__ import annotations
@@ -82,7 +85,7 @@ if TYPE_CHECKING:
     from fuzzharness.buckets.signatures import Signature
 
 APPLICATION = "tvm-fuzzharness"
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 DB_NAME = "results.sqlite"
 
 SCHEMA = """
@@ -330,6 +333,9 @@ class ResultsDB:
                 self._rekey_root_causes()
         if schema < 7:
             self.conn.executescript(SCHEMA)  # the baseline table (run --baseline)
+        if 6 <= schema < 8:  # (below 6, the rekey above already keyed them the current way)
+            with self.conn:
+                self._rekey_root_causes()
         with self.conn:
             self.conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'",
                               (str(SCHEMA_VERSION),))
@@ -337,12 +343,19 @@ class ResultsDB:
     def _rekey_root_causes(self) -> None:
         """Every stored root cause keyed the current way (its fields read by
         :meth:`RootCause.from_dict`, which upgrades older versions)."""
-        rows = self.conn.execute("SELECT bucket, root_cause_fields FROM repros "
+        rows = self.conn.execute("SELECT bucket, root_cause, root_cause_fields FROM repros "
                                  "WHERE root_cause_fields IS NOT NULL").fetchall()
-        for bucket, fields in rows:
+        moved: dict[str, str] = {}  # old key → new key
+        for bucket, old, fields in rows:
             rc = RootCause.from_dict(json.loads(fields))
+            moved[old] = rc.key
             self.conn.execute("UPDATE repros SET root_cause = ?, root_cause_fields = ? WHERE bucket = ?",
                               (rc.key, json.dumps(rc.to_dict(), sort_keys=True), bucket))
+        if self.conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'attachments'").fetchone():
+            for bucket, old in self.conn.execute("SELECT bucket, root_cause FROM attachments").fetchall():
+                if old in moved:
+                    self.conn.execute("UPDATE attachments SET root_cause = ? WHERE bucket = ?",
+                                      (moved[old], bucket))
 
     def _rebuild_buckets(self) -> None:
         """Recompute every result's bucket from its stored case and verdict (one transaction)."""

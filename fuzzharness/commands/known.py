@@ -9,10 +9,12 @@
         minimized case has the same trigger
   known list [--file FILE]
         the entries (the file's and the regression corpus's)
-  known check [ID ...] [--file FILE]
-        run every entry's executable witness (a minimized case beside the file, the entry's
-        ``witness``) on this TVM: it must fail and be recognized as that entry; a witness that
-        passes says the bug may be fixed (fuzzharness/commands/known_check.py)
+  known check [ID ...] [--file FILE] [--record]
+        run every entry's executable witnesses (minimized cases beside the file, the entry's
+        ``witness`` and ``routes``) on this TVM: each must fail and be recognized as that
+        entry; a witness that passes says the bug may be fixed; --record writes each failing
+        witness's root cause into it, so that the entry knows its bug by that identity
+        (fuzzharness/commands/known_check.py)
 
 FILE defaults to the packaged fuzzharness/known_bugs.toml.  Exit status 0, 2 on a usage
 error (an unverified repro, a duplicate id, a file that would not load); check: 1 when a
@@ -34,6 +36,8 @@ def add_arguments(p) -> None:
                    help="known-bugs file (default: the packaged fuzzharness/known_bugs.toml)")
     p.add_argument("--id", help="add: the entry's id (default: from the repro's title)")
     p.add_argument("--link", default="", metavar="URL", help="add: upstream issue link")
+    p.add_argument("--record", action="store_true",
+                   help="check: write each failing witness's root cause into it (its identity)")
 
 
 def main(args, argv) -> int:
@@ -56,7 +60,8 @@ def main(args, argv) -> int:
             unknown = set(args.paths) - {b.id for b in known.bugs}
             if unknown:
                 raise UsageError(f"known check: no entry {', '.join(sorted(unknown))}")
-            rows = check(known, ids=args.paths or None, tvm_version=versions().get("tvm"))
+            rows = check(known, ids=args.paths or None, tvm_version=versions().get("tvm"),
+                         record=args.record)
             print(format_rows(rows))
             bad = [r for r in rows if r["outcome"] not in ("recognized", "no witness", "not run here")]
             return EXIT_FINDINGS if bad else EXIT_OK

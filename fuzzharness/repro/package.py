@@ -112,7 +112,7 @@ def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
     rc = None
     if signature is not None:
         rc = root_cause(case.to_dict(), signature, named, getattr(t, "culprit_step", ""),
-                        tuple(getattr(t, "step_facts", ())))
+                        tuple(getattr(t, "step_facts", ())), tuple(getattr(t, "step_site", ())))
         record["root_cause"], record["root_cause_fields"] = rc.key, rc.to_dict()
     short = _checked_snippet(d, s, record)
     finding = {

@@ -61,8 +61,8 @@ class TirKind(CaseKind):
         sig = signature(case.to_dict(), verdict)
         if sig is not None and not sig.has_text and case.trace:  # a schedule-level bug's step
             try:
-                step, facts = step_bisect.culprit_step(case, sig)
-                t.culprit_step, t.step_facts = step, list(facts)
+                step, facts, site = step_bisect.culprit_step(case, sig)
+                t.culprit_step, t.step_facts, t.step_site = step, list(facts), list(site)
             except Exception:  # noqa: BLE001 - a triage hint, never a failure
                 pass
         return t

@@ -65,6 +65,7 @@ class Triage:
     fix_test: str = ""  # "confirmed" / "not confirmed": the repro run without the culprit pass
     culprit_step: str = ""  # the first schedule step after which it fails (step_bisect)
     step_facts: list[str] = dataclasses.field(default_factory=list)  # that prefix's facts
+    step_site: list[str] = dataclasses.field(default_factory=list)  # what the step acted on
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -11,10 +11,11 @@ a split before a reindex); the culprit step is where TVM went wrong.
 ``prefixes`` builds the candidate cases, :func:`culprit_step` runs them in a worker process
 (a prefix can crash TVM) and ``first_failing`` reads the verdicts.  The step is evidence for
 recognizing a *known* bug reached by a longer route (a known bug whose trigger is one
-primitive, :meth:`fuzzharness.buckets.known_bugs.KnownBug.matches_minimized`), never part of
-a root-cause key: different bugs go wrong at one primitive (pad_einsum, reindex, cache_write
-each have several), so keying by the step alone merges them (benchmarks/dedup_precision.py
---steps measured 6 false merges on 138 labelled repros).
+primitive, :meth:`fuzzharness.buckets.known_bugs.KnownBug.matches_minimized`), and with the
+*site* it acted on (:mod:`fuzzharness.kinds.tir.step_site`) it keys a root cause: the step
+alone would merge different bugs that go wrong at one primitive (pad_einsum, reindex,
+cache_write each have several; benchmarks/dedup_precision.py --steps measured 6 false merges
+on 138 labelled repros).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from fuzzharness.buckets.signatures import Signature, signature
 from fuzzharness.core.case import Case
 from fuzzharness.core.traces import primitive_sequence
 from fuzzharness.core.verdict import Verdict
+from fuzzharness.kinds.tir.step_site import site_facts
 from fuzzharness.minimize import trace_edit
 
 
@@ -70,12 +72,14 @@ def _probe_inputs(case: Case) -> Case | None:
 
 
 def first_failing(target: Signature, candidates: Sequence[tuple[str, Case]],
-                  verdicts: Sequence[Verdict | None], whole: str) -> tuple[str, tuple[str, ...]]:
-    """(the culprit step, the schedule facts of the prefix that ends with it): the first
-    candidate that fails with ``target``'s symptom class (and stage; any kernel stage for a
-    memory crash), else ``whole`` (the last step) with ``target``'s facts.  Facts may differ
-    from the whole case's: a later step can hide the shape a bug leaves (a cache_write of
-    one partition makes the inits write two buffers)."""
+                  verdicts: Sequence[Verdict | None], whole: str
+                  ) -> tuple[str, tuple[str, ...], Case | None]:
+    """(the culprit step, the schedule facts of the prefix that ends with it, that prefix):
+    the first candidate that fails with ``target``'s symptom class (and stage; any kernel
+    stage for a memory crash), else ``whole`` (the last step) with ``target``'s facts and
+    None (the whole case).  Facts may differ from the whole case's: a later step can hide
+    the shape a bug leaves (a cache_write of one partition makes the inits write two
+    buffers)."""
     want = symptom_class(target)
     for (step, case), v in zip(candidates, verdicts, strict=True):
         if v is None or not v.is_finding:
@@ -83,23 +87,26 @@ def first_failing(target: Signature, candidates: Sequence[tuple[str, Case]],
         sig = signature(case.to_dict(), v)
         if sig is not None and symptom_class(sig) == want and (
                 sig.stage == target.stage or want == MEMORY_CRASH):
-            return step, tuple(sig.facts)
-    return whole, tuple(target.facts)
+            return step, tuple(sig.facts), case
+    return whole, tuple(target.facts), None
 
 
 def culprit_step(case: Case, target: Signature, *, timeout: float = 20.0
-                 ) -> tuple[str, tuple[str, ...]]:
-    """The first step after which ``case`` fails like ``target``, and that prefix's facts
-    (("", ()) without a schedule).  The prefixes run in one worker process."""
+                 ) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """The first step after which ``case`` fails like ``target``, that prefix's facts and
+    the site the step acted on (:func:`fuzzharness.kinds.tir.step_site.site_facts`;
+    ("", (), ()) without a schedule).  The prefixes run in one worker process; the site is
+    read here (a replay of steps the case already ran, no compilation)."""
     from fuzzharness.engine.pool import WorkerPool
 
     prims = primitive_sequence(case.trace)
     if not prims:
-        return "", ()
+        return "", (), ()
     cands = prefixes(case)
     verdicts: list[Verdict | None] = [None] * len(cands)
     if cands:
         with WorkerPool(1, timeout=timeout) as pool:
             for res in pool.run([{"task": i, "case": c.to_dict()} for i, (_, c) in enumerate(cands)]):
                 verdicts[res.task["task"]] = res.verdict
-    return first_failing(target, cands, verdicts, prims[-1])
+    step, facts, prefix = first_failing(target, cands, verdicts, prims[-1])
+    return step, facts, site_facts(prefix or case)
