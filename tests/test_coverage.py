@@ -96,3 +96,31 @@ def test_counts_match_the_cases(campaign):
         assert verdict <= compiled <= accepted, (axis, value)
         if axis != "call":  # calls are only counted once applied
             assert accepted <= proposed <= drawn, (axis, value)
+
+
+def nested_parallel(sch):
+    i, j, _ = sch.get_loops(sch.get_sblock("C"))
+    sch.parallel(i)
+    sch.parallel(j)
+
+
+def test_a_schedule_accepted_then_refused_at_lowering_is_counted_apart_and_is_no_finding():
+    """Two nested parallel loops: both ``parallel`` calls are accepted, and llvm's lowering
+    refuses the nesting by design (execution/rejections.py) — a schedule_rejected verdict at
+    a lowering stage, counted under ``refused_later`` and in the one-line coverage; a refusal
+    by the primitive itself (stage ``schedule``) is not counted there."""
+    from fuzzharness.execution.stages import execute
+    from tests.test_repro import scheduled
+
+    case = scheduled("matmul", {"M": 2, "N": 2, "K": 2, "dtype": "float32"}, nested_parallel)
+    v = execute(case).verdict
+    assert v.status.value == "schedule_rejected" and v.stage.value != "schedule", v.line()
+    assert v.details["rejection_kind"] == "nested_parallel" and not v.is_finding
+    rows = coverage.compute([(v.status.value, v.stage.value, case.to_json(), json.dumps(v.to_dict())),
+                             ("schedule_rejected", "schedule", case.to_json(), None)])
+    later = [r for r in rows if r[0] == "refused_later"]
+    assert later == [("refused_later", "nested_parallel", 1, 1, 0, 0, 0)]
+    assert "accepted, then refused at lowering: 1 (nested_parallel 1)" in coverage.one_line(rows)
+    rows = coverage.compute([("schedule_rejected", "schedule", case.to_json(), None)])
+    assert not [r for r in rows if r[0] == "refused_later"]
+    assert "refused at lowering" not in coverage.one_line(rows)

@@ -21,6 +21,9 @@ Axes and what the columns count:
                without any), ``graph_op`` (each operator of a graph case): cases;
                ``drawn`` = ``proposed`` = generated, ``accepted`` = schedule not rejected
 
+``refused_later``  cases whose schedule TVM's primitives accepted and a later stage refused
+               by design (:mod:`fuzzharness.execution.rejections`: ``nested_parallel``),
+               by the refusal's name: ``drawn`` = ``proposed`` = such cases (not findings)
 ``census``, ``feature``  the feature census of the lowered programs, per target
                (:mod:`fuzzharness.campaign.census_table`)
 
@@ -100,6 +103,10 @@ def compute(rows: Iterable[tuple]) -> list[Row]:
                     used.add(("call", call))
         for axis, value in used:
             add(axis, value, 0, 0, 0, compiled, judged)
+        if status == "schedule_rejected" and stage != "schedule":  # accepted, refused later
+            details = (json.loads(verdict_json[0]) if verdict_json and verdict_json[0] else {}
+                       ).get("details") or {}
+            add("refused_later", str(details.get("rejection_kind") or "other"), 1, 1, 0, 0, 0)
         for axis, value, lowered in census_table.rows(case, (verdict_json or [None])[0]):
             add(axis, value, 1, 1, int(lowered), compiled * lowered, judged * lowered)
     return sorted((axis, value, *c) for (axis, value), c in counts.items())
@@ -162,4 +169,8 @@ def one_line(rows: list[Row], *, names: int = 6) -> str:
     if never:
         shown = ", ".join(never[:names]) + (f" and {len(never) - names} more" if len(never) > names else "")
         text += f"; never accepted: {shown}"
+    later = [r for r in rows if r[0] == "refused_later"]
+    if later:  # documented refusals after the primitive accepted (execution/rejections.py)
+        text += (f"; accepted, then refused at lowering: {sum(r[2] for r in later)} "
+                 f"({', '.join(f'{r[1]} {r[2]}' for r in later)})")
     return text

@@ -191,8 +191,9 @@ class Execution:
             details.setdefault("kind", "exception")  # or what the backend knows (remote_died)
         elif stage is Stage.BASELINE:
             status, details["program"] = Status.COMPILE_ERROR, "unscheduled"
-        elif (reason := rejections.match(str(e))) is not None:
-            status, details["rejection"] = Status.SCHEDULE_REJECTED, reason
+        elif (refusal := rejections.match(str(e))) is not None:
+            status = Status.SCHEDULE_REJECTED
+            details["rejection_kind"], details["rejection"] = refusal
         else:
             status = Status.COMPILE_ERROR
         return Verdict(status, stage, message=message, timings=self.timings, details=details)

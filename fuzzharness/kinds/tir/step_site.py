@@ -18,11 +18,14 @@ describes each block and loop among the step's inputs in a few route-free classe
                             loop_partition wrapper's empty regions): a primitive that reads
                             dependences from regions cannot see that producer or consumer.
 
-Measured on the hand-labelled repros (benchmarks/dedup_precision.py): keying a trigger by
-its culprit step and these classes instead of its primitive set takes root causes per real
-bug from 1.54 to 1.39 (tuning seeds) and 1.76 to 1.48 (held-out seed) with 0 new false
-merges on the tuning seeds; the step alone merged 6 pairs of different bugs, and fewer
-classes (only the sharing ones) merged 2.
+Measured on the hand-labelled repros (benchmarks/dedup_precision.py, distinct bugs with
+known bugs grouped): keying a trigger by its culprit step and these classes instead of its
+primitive set took root causes per real bug from 1.54 to 1.36 (tuning seed) and 1.76 to
+1.34 (held-out seed; graphs keyed without operators included), 0 false merges on the tuning
+seed; the step alone merged 6 pairs of different bugs, the sharing classes alone 2.  The
+classes were chosen on the tuning seed; ``site_dependence_hidden`` keeps a cache_write after
+blockize apart from one after loop_partition (as a mechanism of its own, keyed without the
+step, it merged 7 loop_partition bugs: it is a class, not a mechanism).
 
 Invariants: a function of the case's plain data (workload, parameters, trace); the facts of
 a trace without a schedule step are empty; nothing here runs a kernel or compiles.
