@@ -13,7 +13,7 @@ import pytest
 
 import tests.plugins.wrong_graph_ops  # noqa: F401  (registers test_wrong_relu, weight 0)
 from fuzzharness.core.case import Case
-from fuzzharness.core.verdict import Status
+from fuzzharness.core.verdict import Stage, Status
 from fuzzharness.execution.stages import execute
 from fuzzharness.generators import draw as draws
 from fuzzharness.generators.graphs.ops import DrawContext, graph_ops
@@ -395,6 +395,23 @@ def test_adreno_texture_conv2d_is_correct():
     need(_opencl_images())
     v = execute(graph_case(CONV1X1, target=ADRENO)).verdict
     assert v.status is Status.PASS, v.line()
+
+
+def test_host_code_computing_on_device_memory_is_blamed_on_tvm():
+    """dlight's Adreno conv2d rule leaves a gelu epilogue bound to no thread, and lowering
+    puts those loops in the host function, storing into device buffers (a GPU's host cannot
+    address them): a compile_error finding at codegen, not a harness error.  The conv2d
+    alone has every block in a kernel: no such error."""
+    conv = {**CONV1X1["nodes"][0], "attrs": {**CONV1X1["nodes"][0]["attrs"], "acc": "float32"}}
+    gelu = {"dtype": "float16", "inputs": [{"name": "x0", "shape": [1, 4, 2, 2]},
+                                          {"name": "w0", "shape": [4, 4, 1, 1]}],
+            "nodes": [conv, {"name": "n1", "op": "gelu", "args": ["n0"], "attrs": {}}],
+            "outputs": ["n1"]}
+    v = execute(graph_case(gelu, target=ADRENO)).verdict
+    assert (v.status, v.stage) == (Status.COMPILE_ERROR, Stage.CODEGEN), v.line()
+    assert "host function computes on device memory" in v.message and v.is_finding
+    v = execute(graph_case(CONV1X1, target=ADRENO)).verdict
+    assert "device memory" not in v.message and v.status is not Status.HARNESS_ERROR, v.line()
 
 
 # -- bounds ------------------------------------------------------------------------------------------

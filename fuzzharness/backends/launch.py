@@ -20,7 +20,10 @@ The host function is interpreted, not pattern-matched: straight-line statements,
 loops (kernels launched once per iteration, with the loop variable as a scalar argument),
 ``if``, bindings and buffer declarations are evaluated with the shapes fixed by the case.
 Anything else in the compute scope (a packed call the launcher does not know, a ``while``)
-raises :class:`UnsupportedHostCode` — a limitation of this harness, never blamed on TVM.
+raises :class:`UnsupportedHostCode` — a limitation of this harness, never blamed on TVM —
+except a store: host code that computes on the kernels' buffers (blocks left outside every
+thread binding, which lowering should refuse) raises :class:`HostComputesOnDevice`, blamed
+on TVM (a GPU's host cannot address device memory).
 
 Invariants: the plan is plain JSON data (``to_dict``/``from_dict`` round-trip); launches are
 listed in the order the host function issues them; every buffer argument names either a
@@ -39,6 +42,14 @@ DYN_SHMEM_TAG = "tirx.use_dyn_shared_memory"
 
 class UnsupportedHostCode(Exception):
     """The host function does something the launcher cannot reproduce (a harness limit)."""
+
+
+class HostComputesOnDevice(UnsupportedHostCode):
+    """TVM's host function stores into a buffer of the compute scope — device memory on a
+    GPU target: blocks bound to no thread were left to the host instead of being refused
+    (seen with dlight's Adreno conv2d rule and a gelu epilogue).  A TVM bug, not ours."""
+
+    blame_tvm = True
 
 
 @dataclasses.dataclass
@@ -254,6 +265,12 @@ class _HostInterpreter:
             self.evaluate(stmt.value)
         elif isinstance(stmt, tirx.AssertStmt):
             pass  # argument checks: the launcher passes exactly the declared shapes
+        elif type(stmt).__name__ in ("BufferStore", "TensorStore"):
+            dest = stmt.source if hasattr(stmt, "source") else stmt.buffer  # .source in 0.27
+            raise HostComputesOnDevice(
+                "TVM's host function computes on device memory: a store to "
+                f"{getattr(dest, 'name', dest)} outside every kernel (blocks bound to no "
+                "thread were not refused)")
         else:
             raise UnsupportedHostCode(f"host statement {type(stmt).__name__} in the compute scope")
 
