@@ -100,7 +100,7 @@ def _culprit_steps(records: list[dict], now: dict[str, dict], pool) -> None:
         step, facts, prefix = first_failing(now[rid]["sig"], cands, vs,
                                             primitive_sequence(case.trace)[-1])
         now[rid]["step"], now[rid]["step_facts"] = step, facts
-        now[rid]["step_site"] = site_facts(prefix or case)  # as culprit_step reads it
+        now[rid]["step_site"] = site_facts(prefix or case) if step else ()  # as culprit_step
 
 
 def step_key(n: dict) -> str:

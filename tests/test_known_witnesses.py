@@ -18,8 +18,9 @@ pytestmark = pytest.mark.slow
 
 def test_every_packaged_witness_fails_and_is_recognized_as_its_entry():
     known = KnownBugs.load()
-    with_witness = [b for b in known.bugs if b.witness]
-    assert len(with_witness) >= 7
+    # a hang's witness costs the whole time limit (minutes): the nightly `known check` runs it
+    with_witness = [b for b in known.bugs if b.witness and b.match["symptom"] != "timeout"]
+    assert len(with_witness) >= 25
     r = run_cli("known", "check", *[b.id for b in with_witness])
     assert r.returncode == 0, r.stdout + r.stderr
     for b in with_witness:

@@ -288,3 +288,34 @@ def test_raw_matches_pick_the_narrowest_entry_and_entries_list_their_other_sympt
         assert known.match(sig, "0.27.0").id == "read-at-padding-block-unclamped-region"
     assert known.match(Signature("timeout", "run", workload="pad", primitives=("fuse", "split")),
                        "0.27.0") is None
+
+
+@pytest.mark.slow
+def test_a_step_before_which_the_program_cannot_run_is_no_culprit():
+    """An OpenCL kernel exists only after its ``bind``: the prefix before it does not
+    compile, so the first failing prefix ends with the bind whatever the bug.  Two different
+    OpenCL bugs (a float literal printed with 7 digits; dlight's epilogue inlined into a
+    unit reduction) would share the key "wrong output at sch.bind": the probe names no step
+    there, and their triggers keep them apart."""
+    from fuzzharness.buckets.root_causes import root_cause
+    from fuzzharness.buckets.signatures import signature
+    from fuzzharness.core.case import Case
+    from fuzzharness.execution.stages import execute
+    from fuzzharness.kinds.tir import step_bisect
+    from tests.conftest import ROOT, need
+    from tests.test_graphs import _opencl_images
+
+    need(_opencl_images())
+    keys = {}
+    for name in ("opencl-float-literal-7-digits", "dlight-epilogue-inlined-into-unit-reduction"):
+        d = json.loads((ROOT / "fuzzharness/known_witnesses" / f"{name}.json").read_text())
+        d = {k: v for k, v in d.items() if k not in ("id", "root_cause")}
+        case = Case.from_dict(d)
+        sig = signature(d, execute(case).verdict)
+        assert sig is not None and "bind" in sig.primitives, name
+        step, facts, site = step_bisect.culprit_step(case, sig)
+        assert (step, facts, site) == ("", (), ()), (name, step)
+        rc = root_cause(d, sig, "", step, facts, site)
+        assert rc.evidence == "trigger"
+        keys[name] = rc.key
+    assert len(set(keys.values())) == 2

@@ -231,3 +231,45 @@ def test_metaschedule_cases_are_postprocessed_and_pass():
     # naming primitives without "metaschedule" switches the source off
     off = generate_case(31, 0, GenSettings(metaschedule_fraction=1.0, primitives=("split",)))
     assert off.schedule["source"] == "random"
+
+
+
+def test_a_known_bug_site_is_still_drawn_at_its_low_weight():
+    """No exclusion without a way back: loop_partition of a loop that holds two blocks (a
+    known TVM segfault, loop_partition.py) is proposed in about KNOWN_SITE_PERMILLE ‰ of
+    the draws without ``known_bug_sites`` — rarely, but not never — and freely with it.
+    (The proposals are not applied: the segfault would take this process down.)"""
+    from tvm import s_tir
+
+    from fuzzharness.generators.schedules.base import KNOWN_SITE_PERMILLE, ScheduleState
+    from fuzzharness.generators.schedules.loop_partition import LoopPartition
+
+    rate = sum(ScheduleState(None, draws.for_case(s, 0, "rate"), ScheduleOptions()).known_site()
+               for s in range(4000)) / 4000
+    assert 0.3 * KNOWN_SITE_PERMILLE / 1000 < rate < 3 * KNOWN_SITE_PERMILLE / 1000, rate
+    assert all(ScheduleState(None, draws.for_case(s, 0, "rate"), ScheduleOptions(known_bug_sites=True)
+                             ).known_site() for s in range(50))
+
+    sch = s_tir.Schedule(workloads["matmul"].prim_func({"M": 4, "N": 4, "K": 1, "dtype": "float32"}))
+    c = sch.get_sblock("C")
+    sch.reverse_compute_at(sch.cache_write(c, 0, "global"), sch.get_loops(c)[1])  # j: 2 blocks
+
+    def multi_block_loops_cut(known: bool, n: int) -> tuple[int, int]:
+        cut = proposed = 0
+        for seed in range(n):
+            state = ScheduleState(sch, draws.for_case(seed, 0, "known-site"),
+                                  ScheduleOptions(known_bug_sites=known))
+            thunk = LoopPartition().propose(state)
+            if thunk is None:
+                continue
+            proposed += 1
+            cells = [c.cell_contents for c in thunk.__closure__]  # the loop the thunk would cut
+            loop = dict(zip(thunk.__code__.co_freevars, cells, strict=True))["loop"]
+            cut += len(sch.get_child_blocks(loop)) > 1
+        return cut, proposed
+
+    # every loop of extent ≥ 2 here holds two blocks: a proposal is the known site or nothing
+    cut, proposed = multi_block_loops_cut(False, 3000)
+    assert cut == proposed and 0 < cut <= 0.01 * 3000, (cut, proposed)
+    cut, proposed = multi_block_loops_cut(True, 300)
+    assert cut == proposed > 0.5 * 300, (cut, proposed)

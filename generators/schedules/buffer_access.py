@@ -6,7 +6,8 @@ copies the annotated region.  Only *reads* are widened, and only within the buff
 same values — it just copies more.  A wrong write region would make the cache write back
 garbage: that is a false annotation, not a compiler bug, so writes are not proposed.
 
-Known TVM bug, not proposed unless ``known_bug_sites``: the Python wrapper checks the number
+Known TVM bug, proposed only in ``KNOWN_SITE_PERMILLE`` ‰ of the draws
+(always with ``known_bug_sites``; ``base.ScheduleState.known_site``): the Python wrapper checks the number
 of ranges against the block's *iterator* count instead of the buffer's rank (``ValueError:
 Number of iter_vars (3) must match number of new_ranges_spec (2)`` for matmul's ``A``), so
 only accesses whose rank equals the block's iterator count are proposed.
@@ -28,7 +29,7 @@ class AnnotateBufferAccess(Primitive):
     def propose(self, state: ScheduleState):
         from tvm import tirx
 
-        known = state.options.known_bug_sites
+        known = state.known_site()
         sites = [(n, i) for n in state.block_names()
                  for i, r in enumerate(state.facts.blocks[n].reads)
                  if known or r.ndim == len(state.facts.blocks[n].iter_kinds)]

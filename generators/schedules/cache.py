@@ -11,7 +11,8 @@ stage alone is kept and the step still counts as accepted.
 Scopes: ``global`` and ``local`` (both plain memory on llvm; ``local`` moves the allocation
 next to its use).  ``shared``/``warp`` are GPU scopes and belong to the GPU generators.
 
-Known TVM bugs, not proposed unless ``known_bug_sites`` (each raises a non-ScheduleError, which
+Known TVM bugs, proposed only in ``KNOWN_SITE_PERMILLE`` ‰ of the draws
+(always with ``known_bug_sites``; ``base.ScheduleState.known_site``) (each raises a non-ScheduleError, which
 the harness reports as a finding):
 
 * ``cache_index`` on a block without index computation raises ``InternalError: An empty
@@ -127,7 +128,7 @@ class CacheIndex(Primitive):
     covers = ("cache_index",)
 
     def propose(self, state: ScheduleState):
-        known_bugs = state.options.known_bug_sites
+        known_bugs = state.known_site()
         block = state.pick_block(lambda b: b.composite_load or known_bugs)
         if block is None:
             return None
@@ -147,7 +148,7 @@ class ReindexCache(Primitive):
     def propose(self, state: ScheduleState):
         from tvm.tirx import IndexMap
 
-        known = state.options.known_bug_sites
+        known = state.known_site()
         block = state.pick_block(lambda b: bool(b.reads or b.writes))
         if block is None:
             return None

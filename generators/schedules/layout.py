@@ -6,7 +6,7 @@ Index maps are drawn from four bijective families over the buffer's (or block's)
 ``split``    one dimension ``i`` → ``(i // f, i % f)``; when ``f`` does not divide the extent the
              new layout has padding, which ``transform_layout`` requires a ``pad_value`` for
 ``fuse``     two adjacent dimensions → ``i * n + j``
-``reverse``  one dimension ``i`` → ``n - 1 - i`` (only with ``known_bug_sites``: TVM 0.27
+``reverse``  one dimension ``i`` → ``n - 1 - i`` (in KNOWN_SITE_PERMILLE ‰ of the draws: TVM 0.27
              fails an internal check, ``is_zero(range->min)``, on any reversal, in both
              transform_layout and transform_block_layout)
 
@@ -31,9 +31,10 @@ def draw_index_map(state: ScheduleState, shape: list[int], *, allow_split: bool 
     from tvm.tirx import IndexMap
 
     n = len(shape)
+    known = state.known_site()
     families = [f for f in FAMILIES + KNOWN_BUG_FAMILIES
                 if (f not in ("permute", "fuse") or n >= 2) and (f != "split" or allow_split)
-                and (f not in KNOWN_BUG_FAMILIES or state.options.known_bug_sites)]
+                and (f not in KNOWN_BUG_FAMILIES or known)]
     if not families:
         return None, False
     family = state.draw(st.sampled_from(families))

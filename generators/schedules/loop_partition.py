@@ -1,6 +1,7 @@
 """loop_partition: a loop cut into consecutive loops (constant pieces or a sampled partition).
 
-Known TVM bug, not proposed unless ``known_bug_sites``: partitioning a loop whose body holds
+Known TVM bug, proposed only in ``KNOWN_SITE_PERMILLE`` ‰ of the draws
+(always with ``known_bug_sites``; ``base.ScheduleState.known_site``): partitioning a loop whose body holds
 more than one block (e.g. a cache stage computed at it) segfaults inside
 ``tvm::s_tir::LoopPartition`` — a crash that takes the worker down.  Repro: cache_write the
 matmul block, reverse_compute_at the copy under loop ``j``, ``loop_partition(j, [10, None])``.
@@ -23,7 +24,7 @@ class LoopPartition(Primitive):
         block = state.pick_block()
         if block is None:
             return None
-        known = state.options.known_bug_sites
+        known = state.known_site()
         loops = [lp for lp in state.loops(block) if (state.extent(lp) or 0) >= 2
                  and (known or len(state.sch.get_child_blocks(lp)) == 1)]
         if not loops:

@@ -1,6 +1,7 @@
 """merge: loops of different blocks with equal extents become one loop (the blocks' nests fuse).
 
-Known TVM bug, not proposed unless ``known_bug_sites``: ``merge`` does not check data
+Known TVM bug, proposed only in ``KNOWN_SITE_PERMILLE`` ‰ of the draws
+(always with ``known_bug_sites``; ``base.ScheduleState.known_site``): ``merge`` does not check data
 dependences.  Merging a consumer's loop *before* its producer's (``merge(l_consumer,
 l_producer)``) is accepted and keeps that order inside the merged loop, so the consumer
 reads the intermediate before it is written (wrong results / nan; ``known_bugs.toml``
@@ -26,7 +27,7 @@ class Merge(Primitive):
         names = state.block_names()
         if len(names) < 2:
             return None
-        if not state.options.known_bug_sites:  # program order: see the module docstring
+        if not state.known_site():  # program order: see the module docstring
             order = {n: i for i, n in enumerate(state.facts.blocks)}
             names = sorted(names, key=lambda n: order[n])
         nests = {n: state.loops(state.sch.get_sblock(n)) for n in names}

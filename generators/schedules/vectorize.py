@@ -67,7 +67,7 @@ class Vectorize(Primitive):
         if lanes and extent > lanes:
             # loop_partition segfaults on a loop holding more than one block and re-runs a
             # reduction's init per piece: known TVM bugs (generators/schedules/loop_partition.py)
-            partition = state.options.known_bug_sites or (
+            partition = state.known_site() or (
                 kinds[order[offset]] == "S" and len(state.sch.get_child_blocks(loop)) == 1)
             return lambda: _vector_lanes(state, block, loop, extent, lanes, partition, outer)
         if extent > MAX_LANES:

@@ -26,14 +26,15 @@ from fuzzharness.buckets.root_causes import MEMORY_CRASH, symptom_class
 from fuzzharness.buckets.signatures import Signature, signature
 from fuzzharness.core.case import Case
 from fuzzharness.core.traces import primitive_sequence
-from fuzzharness.core.verdict import Verdict
+from fuzzharness.core.verdict import Status, Verdict
 from fuzzharness.kinds.tir.step_site import site_facts
 from fuzzharness.minimize import trace_edit
 
 
 def prefixes(case: Case) -> list[tuple[str, Case]]:
     """(step primitive, the case with the trace cut after that step) for every schedule step
-    but the last (the whole case is the last prefix), in trace order — each prefix twice when
+    but the last (the whole case is the last prefix), in trace order, after the unscheduled
+    program (step ``""``: the prefix before the first step) — each prefix twice when
     the workload allows exact inputs: with the case's inputs and with small integers
     (:data:`PROBE_INPUTS`).  A minimized case keeps the simplest inputs that still show the
     *whole* schedule's failure, often all ones, on which an earlier step's fault may not
@@ -43,16 +44,17 @@ def prefixes(case: Case) -> list[tuple[str, Case]]:
     insts = trace_edit.instructions(trace)
     steps = [i for i, inst in enumerate(insts) if not trace_edit.is_pure(inst)]
     out = []
-    for j in steps[:-1]:
+    for j in [-1, *steps[:-1]]:
         cut = trace_edit.drop_dead_lookups(trace_edit.remove(trace, range(j + 1, len(insts))))
         prims = primitive_sequence(cut)
-        if not prims:
+        if j >= 0 and not prims:
             continue
         prefix = case.replace(schedule=dict(case.schedule, trace=cut))
-        out.append((prims[-1], prefix))
+        step = prims[-1] if j >= 0 else ""
+        out.append((step, prefix))
         probe = _probe_inputs(prefix)
         if probe is not None:
-            out.append((prims[-1], probe))
+            out.append((step, probe))
     return out
 
 
@@ -79,16 +81,30 @@ def first_failing(target: Signature, candidates: Sequence[tuple[str, Case]],
     stage for a memory crash), else ``whole`` (the last step) with ``target``'s facts and
     None (the whole case).  Facts may differ from the whole case's: a later step can hide
     the shape a bug leaves (a cache_write of one partition makes the inits write two
-    buffers)."""
+    buffers).
+
+    A step is the culprit only when the prefix before it (on the same inputs) *passed*:
+    when that prefix could not run — an OpenCL kernel before its ``bind`` does not compile —
+    the step is only the first one after which the program runs at all, which names no
+    bug: ("", (), None)."""
     want = symptom_class(target)
+    passed: dict[str, bool] = {}  # inputs → did the last prefix run on them pass
     for (step, case), v in zip(candidates, verdicts, strict=True):
-        if v is None or not v.is_finding:
-            continue
-        sig = signature(case.to_dict(), v)
-        if sig is not None and symptom_class(sig) == want and (
-                sig.stage == target.stage or want == MEMORY_CRASH):
-            return step, tuple(sig.facts), case
+        key = _inputs_key(case)
+        before = passed.get(key, True)  # the first step: the unscheduled program before it
+        if v is not None and v.is_finding:
+            sig = signature(case.to_dict(), v)
+            if sig is not None and symptom_class(sig) == want and (
+                    sig.stage == target.stage or want == MEMORY_CRASH):
+                return (step, tuple(sig.facts), case) if before and step else ("", (), None)
+        passed[key] = v is not None and v.status is Status.PASS
+    if candidates and not passed.get(_inputs_key(candidates[0][1]), True):
+        return "", (), None  # the prefix before the last step did not run on the case's inputs
     return whole, tuple(target.facts), None
+
+
+def _inputs_key(case: Case) -> str:
+    return repr((sorted(case.inputs.items()), sorted(case.oracle.items())))
 
 
 def culprit_step(case: Case, target: Signature, *, timeout: float = 20.0
@@ -109,4 +125,4 @@ def culprit_step(case: Case, target: Signature, *, timeout: float = 20.0
             for res in pool.run([{"task": i, "case": c.to_dict()} for i, (_, c) in enumerate(cands)]):
                 verdicts[res.task["task"]] = res.verdict
     step, facts, prefix = first_failing(target, cands, verdicts, prims[-1])
-    return step, facts, site_facts(prefix or case)
+    return step, facts, site_facts(prefix or case) if step else ()
