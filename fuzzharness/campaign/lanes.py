@@ -312,7 +312,9 @@ class Lanes:
         self.results.append(res)
         lane.job = None
         self.say(f"bucket {res.key}: {res.status}"
-                 + (f", trace {res.original_length} → {res.length}" if res.length >= 0 else "")
+                 + (f", trace {res.original_length} → {res.length}" if min(res.original_length, res.length) >= 0
+                    else f", trace of {res.length} (drawn from a failed schedule)" if res.length >= 0
+                    else "")
                  + f", {res.seconds:.0f} s" + (f" ({res.note[:80]})" if res.note else ""))
 
     def _lost(self, lane: _Lane, why: str) -> None:

@@ -30,7 +30,7 @@ A TOML file has two optional tables whose keys are the field names below::
     target = { kind = "llvm" }
     metaschedule_fraction = 0.1   # schedules sampled from MetaSchedule design spaces
     option_fraction = 0.5         # cases with drawn mcpu / PassContext options
-    known_bug_sites = false       # also propose where TVM is known to fail
+    known_bug_sites = false       # always propose where TVM is known to fail (off: 3 per mille)
     graph_fraction = 0.2          # whole-graph (Relax) cases among unnamed workloads
     targets = [{ kind = "llvm" }, { kind = "opencl", device = "adreno" }]  # a target mix
     target_shares = [0.8, 0.2]    # (generators/targets.py); default: equal shares
