@@ -33,7 +33,6 @@ resulting bounds on every float16 and bfloat16 input and on a float32 sample.
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import ml_dtypes
 import numpy as np
@@ -83,10 +82,6 @@ def fmt(dtype: str) -> FloatFormat:
         return FLOATS[str(dtype)]
     except KeyError:
         raise ValueError(f"{dtype} is not a floating-point dtype with an error model") from None
-
-
-def unit_roundoff(dtype: str) -> float:
-    return fmt(dtype).u
 
 
 def gamma(k: int | np.ndarray, u: float) -> float | np.ndarray:
@@ -146,10 +141,6 @@ def round_to(x: np.ndarray, dtype: str) -> np.ndarray:
 def int_range(dtype: str) -> tuple[int, int]:
     info = np.iinfo(np.dtype(str(dtype)))
     return int(info.min), int(info.max)
-
-
-def log2_ceil(x: float) -> int:
-    return math.ceil(math.log2(x)) if x > 0 else 0
 
 
 def wrap_int(x: np.ndarray, dtype: str) -> np.ndarray:

@@ -39,7 +39,7 @@ from fuzzharness.backends.device import (
     codegen_device,
     lower_device,
 )
-from fuzzharness.backends.launch import LaunchPlan, Texture
+from fuzzharness.backends.launch import Texture
 from fuzzharness.backends.redzone import (  # shared with CUDA and the llvm guard zones
     check_redzone,
     redzone_bytes,
@@ -278,7 +278,3 @@ def _first_error(log: str) -> str:
         if "error" in line.lower():
             return line.strip()[:300]
     return log.strip().splitlines()[0][:300] if log.strip() else "(no log)"
-
-
-def plan_of(program: DeviceProgram) -> LaunchPlan:
-    return program.code.plan

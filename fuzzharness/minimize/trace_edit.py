@@ -135,8 +135,3 @@ def with_inputs(trace: Any, index: int, inputs: list[Any]) -> Trace:
 
 def kinds(trace: Any) -> list[str]:
     return [inst[0] for inst in instructions(trace)]
-
-
-def primitive_count(trace: Any) -> int:
-    """Instructions that change the schedule (not lookups or samplers)."""
-    return sum(1 for inst in instructions(trace) if not is_pure(inst))

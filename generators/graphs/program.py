@@ -44,8 +44,3 @@ def build_module(graph: Graph):
             result = bb.emit_output(outs[0] if len(outs) == 1 else relax.Tuple(outs))
         bb.emit_func_output(result)
     return bb.get()
-
-
-def relax_script(mod) -> str:
-    """TVMScript text of a Relax module (what a repro embeds)."""
-    return mod.script()
