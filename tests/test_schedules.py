@@ -65,6 +65,11 @@ def test_trace_instruction_kinds_map_to_methods():
         assert method_name(kind) in methods, kind
 
 
+def IN_PROCESS(**kw) -> ScheduleOptions:  # noqa: N802 - reads as the options it makes
+    """Options for schedules drawn in this process: no known-bug site (one may segfault)."""
+    return ScheduleOptions(known_site_permille=0, **kw)
+
+
 def sweep(seeds: int, max_steps: int = 12, options: ScheduleOptions | None = None):
     """Random schedules of every test workload for fixed seeds: (accepted, calls, kinds)."""
     accepted, calls, kinds = Counter(), Counter(), set()
@@ -74,7 +79,7 @@ def sweep(seeds: int, max_steps: int = 12, options: ScheduleOptions | None = Non
             params = workloads[wl].draw_params(data, GenOptions(max_reduction=96))
             try:
                 sch, steps = random_schedule(workloads[wl].prim_func(params), data,
-                                             options or ScheduleOptions(max_steps=max_steps))
+                                             options or IN_PROCESS(max_steps=max_steps))
             except Exception as e:  # noqa: BLE001 - a TVM bug: the worker reports these
                 assert not is_schedule_error(e)
                 continue
@@ -88,7 +93,9 @@ def sweep(seeds: int, max_steps: int = 12, options: ScheduleOptions | None = Non
 
 @pytest.fixture(scope="module")
 def swept():
-    return sweep(seeds=60)
+    # 100 seeds: at 60, loop_partition's sampled partition (sample_partitioned_tile) was
+    # never drawn once the known-site draw shifted the stream
+    return sweep(seeds=100)
 
 
 @pytest.mark.slow
@@ -112,7 +119,7 @@ def test_every_covered_method_is_applied(swept):
 
 def test_disabled_primitives_are_never_applied():
     only = ("split", "reorder", "cache_read")
-    accepted, calls, _ = sweep(seeds=8, options=ScheduleOptions(max_steps=12, primitives=only))
+    accepted, calls, _ = sweep(seeds=8, options=IN_PROCESS(max_steps=12, primitives=only))
     assert set(accepted) <= set(only) and accepted
     assert set(calls) <= {"split", "sample_perfect_tile", "reorder", "cache_read", "compute_at",
                           "sample_compute_location"}
@@ -126,7 +133,7 @@ def test_stored_trace_replays_to_a_structurally_equal_module(data):
     params = workloads[wl].draw_params(data, GenOptions(max_reduction=64))
     func = workloads[wl].prim_func(params)
     try:
-        sch, _ = random_schedule(func, data, ScheduleOptions(max_steps=10))
+        sch, _ = random_schedule(func, data, IN_PROCESS(max_steps=10))
     except Exception as e:  # noqa: BLE001 - TVM crashing while scheduling is a finding of its own
         assert not is_schedule_error(e)
         reject()
