@@ -73,32 +73,30 @@ def rekey(records: list[dict], workers: int) -> dict[str, dict]:
 
 
 def _culprit_steps(records: list[dict], now: dict[str, dict], pool) -> None:
-    """The first schedule step after which each minimized TIR case fails (step_bisect)."""
+    """The first schedule step after which each minimized case fails (step_bisect: a TIR
+    case's trace, or a graph's one scheduled function's)."""
     from fuzzharness.core.case import Case
-    from fuzzharness.core.kinds import kind_name
     from fuzzharness.core.traces import primitive_sequence
-    from fuzzharness.kinds.tir.step_bisect import first_failing, prefixes
-    from fuzzharness.kinds.tir.step_site import site_facts
+    from fuzzharness.minimize.step_bisect import first_failing, prefixes, probed_trace
+    from fuzzharness.minimize.step_site import site_facts
 
     jobs = []
     for r in records:
         n = now[r["id"]]
-        if n["rc"] is None or n["rc"].evidence != "trigger" or kind_name(r["case"]) != "tir" \
-                or r.get("attached_to"):
+        if n["rc"] is None or n["rc"].evidence != "trigger" or r.get("attached_to"):
             continue
         c = dict(r["case"])
         c.pop("id", None)
         case = Case.from_dict(c)
-        prims = primitive_sequence(case.trace)
-        if prims:
-            jobs.append((r["id"], case, prefixes(case)))
-    tasks = [{"task": f"{k}:{j}", "case": c.to_dict()} for k, (_, _, cands) in enumerate(jobs)
+        probed = probed_trace(case)
+        if probed and primitive_sequence(probed[1]):
+            jobs.append((r["id"], case, prefixes(case), primitive_sequence(probed[1])[-1]))
+    tasks = [{"task": f"{k}:{j}", "case": c.to_dict()} for k, (_, _, cands, _) in enumerate(jobs)
              for j, (_, c) in enumerate(cands)]
     verdicts = {res.task["task"]: res.verdict for res in pool.run(tasks)}
-    for k, (rid, case, cands) in enumerate(jobs):
+    for k, (rid, case, cands, last) in enumerate(jobs):
         vs = [verdicts.get(f"{k}:{j}") for j in range(len(cands))]
-        step, facts, prefix = first_failing(now[rid]["sig"], cands, vs,
-                                            primitive_sequence(case.trace)[-1])
+        step, facts, prefix = first_failing(now[rid]["sig"], cands, vs, last)
         now[rid]["step"], now[rid]["step_facts"] = step, facts
         now[rid]["step_site"] = site_facts(prefix or case) if step else ()  # as culprit_step
 

@@ -373,6 +373,34 @@ def test_a_version_7_database_moves_its_attachments_to_the_rekeyed_root_causes(t
     db.close()
 
 
+def test_a_version_8_database_joins_placements_a_hiding_wrapper_misled(tmp_path):
+    """8 → 9: identity 4 keys a cache_read and a cache_write misled by a loop_partition
+    wrapper (stored by identity 3 under two keys) as one root cause, while a merge on the
+    same kind of site stays its own."""
+    from fuzzharness.campaign.db import ResultsDB
+
+    db = ResultsDB(tmp_path, create=True)
+    db.create_campaign(1, {}, {})
+    db.close()
+    v3 = {"symptom": "wrong_output", "stage": "verify", "options": [], "facts": [], "culprit": "",
+          "detail": "", "site": "", "workload": "", "dtype": "", "evidence": "step_site",
+          "version": 3, "step_facts": [], "step_site": ["site_dependence_hidden"]}
+    con = sqlite3.connect(tmp_path / "results.sqlite")
+    for bucket, step in (("b1", "cache_read"), ("b2", "cache_write"), ("b3", "merge")):
+        fields = v3 | {"step": step, "primitives": ["loop_partition", step]}
+        con.execute("INSERT INTO repros(bucket, reproduced, runs, created, length, path, title, "
+                    "root_cause, root_cause_fields) VALUES (?, 1, 1, 0, 2, ?, 't', ?, ?)",
+                    (bucket, f"/r/{bucket}", f"v3-{bucket}", json.dumps(fields)))
+    con.execute("UPDATE meta SET value = '8' WHERE key = 'schema'")
+    con.commit()
+    con.close()
+    db = ResultsDB(tmp_path)
+    keys = {r["bucket"]: r["root_cause"] for r in db.repros()}
+    assert keys["b1"] == keys["b2"] != keys["b3"] and not keys["b1"].startswith("v3-")
+    assert len(db.root_causes()) == 2
+    db.close()
+
+
 # -- the regression corpus ----------------------------------------------------------------------------
 def test_committed_corpus_entries_are_well_formed():
     from fuzzharness.repro.corpus import entries

@@ -100,17 +100,17 @@ def test_the_culprit_step_recognizes_a_known_bug_by_a_longer_route_and_no_other(
     from fuzzharness.buckets.root_causes import root_cause
     from fuzzharness.buckets.signatures import Signature, signature
     from fuzzharness.execution.stages import execute
-    from fuzzharness.kinds.tir.step_bisect import culprit_step
+    from fuzzharness.minimize.step_bisect import culprit_step
     from tests.test_root_causes import case_with
 
     known = KnownBugs.load(corpus=False)
     case = scheduled("reduce", {"axes": [1], "dtype": "float32", "op": "mean", "shape": [1, 2]},
                      partition_then_cache)
     sig = signature(case.to_dict(), execute(case).verdict)
-    step, facts, _ = culprit_step(case, sig)
-    assert (step, facts) == ("loop_partition", ("reduction_init_repeated",))
+    step, facts, site = culprit_step(case, sig)
+    assert (step, facts) == ("loop_partition", ("reduction_init_repeated",)) and "site_reduction" in site
     assert known.classify(sig, "0.27.0", root_cause(case.to_dict(), sig)) is None
-    m = known.classify(sig, "0.27.0", root_cause(case.to_dict(), sig, "", step, facts))
+    m = known.classify(sig, "0.27.0", root_cause(case.to_dict(), sig, "", step, facts, site))
     assert m is not None and m.bug.id == "loop-partition-reduction-init"
     # blockize + cache_write (its uninitialized cache makes a real run nondeterministic)
     missing = ("reduction_init_missing",)
@@ -137,7 +137,7 @@ def test_the_step_probe_sees_a_fault_the_minimized_inputs_hide():
     from fuzzharness.buckets.signatures import signature
     from fuzzharness.core.case import Case
     from fuzzharness.execution.stages import execute
-    from fuzzharness.kinds.tir import step_bisect
+    from fuzzharness.minimize import step_bisect
     from tests.conftest import ROOT
 
     cases = json.loads((ROOT / "benchmarks" / "dedup" / "cases.json").read_text())
@@ -146,9 +146,9 @@ def test_the_step_probe_sees_a_fault_the_minimized_inputs_hide():
     case = Case.from_dict(d)
     assert case.inputs["distribution"] == "ones"
     sig = signature(d, execute(case).verdict)
-    step, facts, _ = step_bisect.culprit_step(case, sig)
-    assert (step, facts) == ("loop_partition", ("reduction_init_repeated",))
-    m = KnownBugs.load(corpus=False).classify(sig, "0.27.0", root_cause(d, sig, "", step, facts))
+    step, facts, site = step_bisect.culprit_step(case, sig)
+    assert (step, facts) == ("loop_partition", ("reduction_init_repeated",)) and "site_reduction" in site
+    m = KnownBugs.load(corpus=False).classify(sig, "0.27.0", root_cause(d, sig, "", step, facts, site))
     assert m is not None and m.bug.id == "loop-partition-reduction-init"
     # the other side: on the case's own inputs alone the fault does not show at that step
     only_own = [(s, c) for s, c in step_bisect.prefixes(case) if c.inputs == case.inputs]
@@ -169,7 +169,7 @@ def _labelled(ids: list[str]) -> dict:
     from fuzzharness.buckets.signatures import signature
     from fuzzharness.core.case import Case
     from fuzzharness.execution.stages import execute
-    from fuzzharness.kinds.tir import step_bisect
+    from fuzzharness.minimize import step_bisect
     from tests.conftest import ROOT
 
     records = {r["id"]: r for r in json.loads((ROOT / "benchmarks/dedup/cases.json").read_text())}
@@ -203,6 +203,41 @@ def test_routes_into_one_schedule_bug_share_a_step_and_site_and_other_bugs_stay_
     assert (pad_max.symptom, pad_max.step) == (pad_shared.symptom, pad_shared.step) == ("wrong_output", "pad_einsum")
     assert pad_max.key != pad_shared.key
     assert "site_shares_outer_loop" in pad_shared.step_site and "site_shares_outer_loop" not in pad_max.step_site
+
+
+@pytest.mark.slow
+def test_loop_partition_wrappers_key_the_placements_they_mislead_and_reduction_loops_stay_apart():
+    """Relaxed regions of partition wrappers nested in a block: a reindex and a cache_write
+    that copy too much are one root cause (the wrapper's); empty regions of top-level
+    wrappers (a reindex_cache_write placed too late) another; the crash of a write-back
+    over a partitioned split another.  A second loop_partition of a *reduction* loop (its
+    init re-run) and of a spatial loop (iterations dropped) stay apart by the site class of
+    the partitioned loop."""
+    rc = _labelled(["seed7/3435c238e4fdef93", "seed7/71c500575af5673b", "seed7/5504ffc3076f62d4",
+                    "seed7/63f86d5930dbcfc7", "seed7/b48229d24f5cf12b", "seed7/2d633aaa8d7e489a"])
+    relaxed = rc["seed7/3435c238e4fdef93"]
+    assert relaxed.key == rc["seed7/71c500575af5673b"].key, {i: r.title() for i, r in rc.items()}
+    assert len({relaxed.key, rc["seed7/5504ffc3076f62d4"].key, rc["seed7/63f86d5930dbcfc7"].key}) == 3
+    init, dropped = rc["seed7/b48229d24f5cf12b"], rc["seed7/2d633aaa8d7e489a"]
+    assert init.step == dropped.step == "loop_partition"
+    assert "site_reduction" in init.step_site and "site_reduction" not in dropped.step_site
+    assert init.key != dropped.key
+
+
+@pytest.mark.slow
+def test_a_graph_that_reaches_a_schedule_bug_shares_the_kernels_root_cause():
+    """The culprit step is probed on a graph's one scheduled function too: a reindex
+    misplacing its copy in a Relax graph and in a reduce kernel are one root cause; a
+    reverse_compute_at misled by a loop_partition wrapper in a graph and a
+    reindex_cache_write misled the same way in a kernel are another; transform_layout
+    dropping sibling blocks in a graph is a third."""
+    rc = _labelled(["seed7/37a0d211573debb9", "seed7/d3093380dd357a82", "seed11/3db8aecd980342bd",
+                    "seed7/5504ffc3076f62d4", "seed11/76fff1f654668916"])
+    reindex, hidden = rc["seed7/37a0d211573debb9"], rc["seed11/3db8aecd980342bd"]
+    assert (reindex.step, hidden.step) == ("reindex", "reverse_compute_at"), {i: r.title() for i, r in rc.items()}
+    assert reindex.key == rc["seed7/d3093380dd357a82"].key
+    assert hidden.key == rc["seed7/5504ffc3076f62d4"].key
+    assert len({reindex.key, hidden.key, rc["seed11/76fff1f654668916"].key}) == 3
 
 
 #: a slice of the labelled benchmark (benchmarks/dedup/): pairs of one bug by two routes, and
@@ -301,7 +336,7 @@ def test_a_step_before_which_the_program_cannot_run_is_no_culprit():
     from fuzzharness.buckets.signatures import signature
     from fuzzharness.core.case import Case
     from fuzzharness.execution.stages import execute
-    from fuzzharness.kinds.tir import step_bisect
+    from fuzzharness.minimize import step_bisect
     from tests.conftest import ROOT, need
     from tests.test_graphs import _opencl_images
 

@@ -136,6 +136,30 @@ def test_a_culprit_step_and_its_site_key_a_schedule_bug_whatever_the_route():
     assert root_cause(case_with("Reindex"), wrong("reindex")).evidence == "trigger"
 
 
+def test_a_placement_misled_by_a_hiding_wrapper_is_keyed_by_the_wrapper():
+    """loop_partition's wrappers declare empty regions: a later cache_read, cache_write or
+    reindex_cache_write places its copy where the declared regions allow — one bug whatever
+    the placing step.  A wrapper nested in a block (relaxed regions: another bug), another
+    symptom, a step that is not a placement (merge, loop_partition: bugs of their own) and
+    a placement on a site with no hidden dependence keep their own keys."""
+    hidden = ("site_dependence_hidden",)
+
+    def rc(step, site=hidden, symptom="wrong_result"):
+        sig = wrong("loop_partition", step, symptom=symptom)
+        return root_cause(case_with("LoopPartition", "CacheRead"), sig, "", step, (), site)
+
+    a, b, c = rc("cache_read"), rc("cache_write"), rc("reindex_cache_write", hidden + ("site_shares_loop",))
+    assert a.key == b.key == c.key and a.evidence == "step_site"
+    assert "hide a dependence from sch.cache_write" in b.title()
+    nested = rc("cache_write", hidden + ("site_nested",))
+    assert nested.key != a.key and nested.key == rc("reindex", hidden + ("site_nested", "site_shares_loop")).key
+    assert rc("merge").key != a.key and rc("loop_partition").key != a.key
+    assert rc("merge").key != rc("loop_partition").key
+    assert rc("cache_write", ()).key != a.key and rc("cache_write", ()).key != rc("cache_read", ()).key
+    crash = Signature("crash", "run", kind="SIGSEGV", workload="row_sum", primitives=("cache_write",))
+    assert root_cause(case_with("CacheWrite"), crash, "", "cache_write", (), hidden).key != a.key
+
+
 def test_a_record_from_before_step_sites_stays_a_trigger():
     """A version-2 root cause has a step but never read its site: keyed by the step alone it
     would merge different bugs at one primitive, so it stays a trigger."""
@@ -256,6 +280,38 @@ def test_a_minimized_case_confirms_or_refutes_the_known_bug():
                     dict(culprit="tirx.StorageRewrite"), dict(options=("mattr=-fma",))):
         rc = RootCause(**(vec.to_dict() | changed))
         assert known.classify(wrong("cache_write", "vectorize"), None, rc) is None, changed
+
+
+def test_an_entry_that_names_its_site_claims_no_failure_on_another():
+    """An entry for loop_partition of a *reduction* loop (re-run inits) that requires the
+    site class ``site_reduction`` still claims that step on a reduction site a route nested
+    further, but not a loop_partition on a site without the class (a second partition of a
+    spatial loop drops iterations: another bug).  Without the requirement the rule decides
+    as before; a malformed requirement is refused."""
+    from fuzzharness.buckets.known_bugs import KnownBugsError
+
+    entry = {"id": "lp-init", "title": "t", "match": {
+        "symptom": "wrong_result", "stage": "verify", "primitives": ["loop_partition"],
+        "facts": ["reduction_init_repeated"]}}
+    sig = wrong("loop_partition", facts=("reduction_init_repeated",))
+
+    def rc(site):
+        return root_cause(case_with("LoopPartition"), sig, "", "loop_partition",
+                          ("reduction_init_repeated",), site)
+
+    spatial = rc(("site_dependence_hidden", "site_nested"))
+    assert KnownBugs.from_doc({"bug": [entry]}).classify(sig, None, spatial).bug.id == "lp-init"
+    known = KnownBugs.from_doc({"bug": [entry | {"trigger": {"step_site": ["site_reduction"]}}]})
+    assert known.classify(sig, None, rc(("site_reduction",))).bug.id == "lp-init"
+    nested = rc(("site_dependence_hidden", "site_nested", "site_reduction"))
+    assert known.classify(sig, None, nested).bug.id == "lp-init"
+    assert known.classify(sig, None, spatial) is None
+    with pytest.raises(KnownBugsError, match="site classes"):
+        KnownBugs.from_doc({"bug": [entry | {"trigger": {"step_site": ["reduction"]}}]})
+    # the packaged entry and the corpus entry that stands for it (known_bug in its meta.json)
+    packaged = KnownBugs.load()
+    assert packaged.classify(sig, None, rc(("site_reduction",))).bug.id == "loop-partition-reduction-init"
+    assert packaged.classify(sig, None, spatial) is None
 
 
 def test_a_known_mechanism_is_known_by_any_route():
@@ -436,7 +492,7 @@ def test_root_causes_of_one_known_bug_are_one_distinct_bug():
     repeated = ("reduction_init_repeated",)
     a = root_cause(case_with("LoopPartition"), wrong("loop_partition", facts=repeated))
     b = root_cause(case_with("LoopPartition", "CacheWrite"), wrong("loop_partition", "cache_write"),
-                   "", "loop_partition", repeated)
+                   "", "loop_partition", repeated, ("site_reduction",))  # the partitioned sum loop
     c = root_cause(case_with("Merge", "Split"), wrong("merge", "split"), "", "split", ())
     rows = [{"key": rc.key, "fields": rc.to_dict(), "signature": sig.to_dict(), "title": t,
              "buckets": [t], "attached": {}, "cases": 2, "repros": 1, "length": 1, "path": ""}

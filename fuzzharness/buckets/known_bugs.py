@@ -27,7 +27,7 @@ How sure a match is (:meth:`KnownBugs.classify`):
   the same options when it lists them, the same symptom *class* (so a ``wrong_result``
   entry also covers its ``nan_inf`` twin) — otherwise it is *new*.  An entry whose trigger
   is *one* primitive also knows a longer route: when the first schedule step after which the
-  minimized case fails (its culprit step, :mod:`fuzzharness.kinds.tir.step_bisect`) is that
+  minimized case fails (its culprit step, :mod:`fuzzharness.minimize.step_bisect`) is that
   primitive, with the entry's facts in that prefix;
 * a raw bucket that matches nothing is new; its minimized case may still turn out to be a
   known bug (a bystander primitive removed, a fact restored), and then it is known.
@@ -36,7 +36,9 @@ How sure a match is (:meth:`KnownBugs.classify`):
 ``witness`` and the ``routes`` — minimized cases of the same bug reached another way) carry
 the root cause ``fuzzharness known check --record`` computed for them; a minimized failure
 whose root cause has one of those keys is that bug, whatever the rules say
-(:mod:`fuzzharness.buckets.known_identities`).
+(:mod:`fuzzharness.buckets.known_identities`).  ``[bug.trigger] step_site`` bounds the
+rules by place: a failure whose culprit step's site lacks one of those classes
+(:mod:`fuzzharness.minimize.step_site`) is another bug at the same primitive.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import tomllib
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -60,7 +63,7 @@ class KnownBugsError(ValueError):
 _MATCH_KEYS = {"symptom", "also_symptoms", "kind", "stage", "detail", "site", "workloads",
                "dtypes", "primitives", "facts", "tvm"}
 _BUG_KEYS = {"id", "title", "link", "status", "notes", "match", "trigger", "witness", "routes"}
-_TRIGGER_KEYS = {"primitives", "culprit", "options"}
+_TRIGGER_KEYS = {"primitives", "culprit", "options", "step_site"}
 #: primitives that only add a copy block next to the program's blocks
 #: (a cache of an *input*: a cache of the output moves where results go, its own bugs)
 SIBLING_MAKERS = frozenset({"cache_read", "reindex_cache_read"})
@@ -154,6 +157,8 @@ class KnownBug:
             return False
         if not self._pins_hold(sig):
             return False
+        if not self._on_its_site(rc):
+            return False
         if "tvm" in m and tvm_version is not None and not tvm_version.startswith(m["tvm"]):
             return False
         if "workloads" in m and sig.workload not in m["workloads"]:
@@ -191,6 +196,14 @@ class KnownBug:
             return False
         return True
 
+    def _on_its_site(self, rc: RootCause) -> bool:
+        """The site classes the entry's trigger requires (``[bug.trigger] step_site``) are
+        among those of ``rc``'s culprit step, when ``rc`` has one: a second loop_partition
+        of a spatial loop is not the re-run init of a partitioned *reduction* loop, though
+        both leave repeated inits.  A route may add classes, never remove a required one."""
+        need = set((self.trigger or {}).get("step_site", ()))
+        return not need or rc.evidence != "step_site" or need <= set(rc.step_site)
+
     def label(self) -> str:
         return f"{self.id} ({self.link or self.status})"
 
@@ -218,11 +231,12 @@ def default_corpus_dir() -> Path | None:
     return d if d.is_dir() else None
 
 
-def corpus_bugs(corpus: str | Path | None) -> list[KnownBug]:
+def corpus_bugs(corpus: str | Path | None, file_bugs: Sequence[KnownBug] = ()) -> list[KnownBug]:
     """One known bug per corpus entry (``<name>/meta.json`` + ``case.json``) that still
     reproduces: matched by its minimized signature (text failures: the exact normalised
     message and site) on the TVM release it was found on, confirmed by its trigger — the root
-    cause of its ``case.json`` with the culprit its meta.json records.  Entries marked
+    cause of its ``case.json`` with the culprit its meta.json records, and the site classes
+    that the file entry it stands for (``known_bug`` in ``file_bugs``) requires.  Entries marked
     ``fixed`` are not known bugs (failing again is a regression); entries that cannot be
     read are skipped (the corpus tests report them)."""
     import json
@@ -261,6 +275,10 @@ def corpus_bugs(corpus: str | Path | None) -> list[KnownBug]:
             trigger = {"primitives": list(rc.primitives), "options": list(options_of(case))}
             if meta.get("culprit"):
                 trigger["culprit"] = meta["culprit"]
+            site = next(((b.trigger or {}).get("step_site") for b in file_bugs
+                         if b.id == meta.get("known_bug")), None)
+            if site:
+                trigger["step_site"] = list(site)
         link = meta.get("upstream") or ""
         out.append(KnownBug(f"corpus:{d.name}", meta.get("title") or d.name, link,
                             "reported" if link else "not yet reported", match,
@@ -311,7 +329,7 @@ class KnownBugs:
                       else b for b in known.bugs]
         if corpus is True:
             corpus = default_corpus_dir()
-        known.bugs += corpus_bugs(corpus or None)
+        known.bugs += corpus_bugs(corpus or None, known.bugs)
         return known
 
     @classmethod
@@ -439,12 +457,14 @@ def _parse_bug(entry: Any, where: str, seen: set[str]) -> KnownBug:
     if trigger is not None:
         if not isinstance(trigger, dict) or set(trigger) - _TRIGGER_KEYS:
             raise KnownBugsError(f"{where}: [bug.trigger] takes {', '.join(sorted(_TRIGGER_KEYS))}")
-        for key in ("primitives", "options"):
+        for key in ("primitives", "options", "step_site"):
             if key in trigger and not (isinstance(trigger[key], list)
                                        and all(isinstance(x, str) for x in trigger[key])):
                 raise KnownBugsError(f"{where}: trigger.{key} must be a list of strings")
         if "culprit" in trigger and not isinstance(trigger["culprit"], str):
             raise KnownBugsError(f"{where}: trigger.culprit must be a string")
+        if not all(str(c).startswith("site_") for c in trigger.get("step_site", ())):
+            raise KnownBugsError(f"{where}: trigger.step_site names site classes (site_reduction, …)")
     witness, routes = entry.get("witness", ""), entry.get("routes", [])
     if not isinstance(witness, str):
         raise KnownBugsError(f"{where}: 'witness' must be a path (relative to the file)")

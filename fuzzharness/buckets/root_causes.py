@@ -17,9 +17,9 @@ Every root cause records its ``evidence``:
                 reverse_compute_at, cache_read/write, read_at/write_at or rfactor brought its
                 producer there): keyed by the symptom class and those facts alone;
 ``step_site``   a failure without text or mechanism whose culprit schedule step is known
-                (:mod:`fuzzharness.kinds.tir.step_bisect`: the first step after which the
+                (:mod:`fuzzharness.minimize.step_bisect`: the first step after which the
                 minimized case fails): keyed by the symptom class, the stage, that step and
-                the classes of the site it acted on (:mod:`fuzzharness.kinds.tir.step_site`:
+                the classes of the site it acted on (:mod:`fuzzharness.minimize.step_site`:
                 a reduction block, a loop shared with another block, a nested block) — the
                 steps before it are the route (a cache_write and a reverse_compute_at, a
                 merge, a write_at all give a later ``reindex`` the sibling it mishandles);
@@ -75,8 +75,17 @@ MEMORY_KINDS = ("SIGSEGV", "SIGBUS", "SIGABRT", "heap_damage", "out_of_bounds")
 #: stages in which a crash is the generated kernel's (glibc may notice heap damage later)
 KERNEL_STAGES = ("run", "verify", "baseline")
 #: the version of the root-cause identity (1: primitive sequence and culprit in the key;
-#: 2: evidence types, no culprit; 3: step_site evidence, graphs keyed without operators)
-VERSION = 3
+#: 2: evidence types, no culprit; 3: step_site evidence, graphs keyed without operators;
+#: 4: a placement step on a site whose dependence a wrapper hides is keyed by the wrapper)
+VERSION = 4
+#: primitives that place a block (a copy, a moved producer or consumer) where the
+#: dependences read from the blocks' *declared* regions allow
+PLACEMENT_STEPS = frozenset({"cache_read", "cache_write", "reindex", "reindex_cache_read",
+                             "reindex_cache_write", "compute_at", "reverse_compute_at"})
+#: the step a root cause is keyed by when a wrapper hid the dependence a placement step needed
+HIDDEN_DEPENDENCE_STEP = "placement_after_hiding_wrapper"
+#: the site classes kept for it: where the wrapper is, not what the placed block looks like
+_HIDING_SITE = ("site_dependence_hidden", "site_nested")
 #: schedule facts that name a bug's mechanism in the program TVM lowers
 #: (fuzzharness.execution.facts): a wrong output with one of them is that bug, whatever route
 #: reached it.  Only facts of *one* faulty place qualify: ``reduction_init_missing`` and
@@ -193,7 +202,8 @@ class RootCause:
         elif self.evidence == "ir_shape":
             what = {"mechanism": list(self.mechanism)}
         elif self.evidence == "step_site":
-            what = {"stage": self.stage, "step": self.step, "site": list(self.step_site)}
+            step, site = self.keyed_step()
+            what = {"stage": self.stage, "step": step, "site": list(site)}
         else:
             what = {"stage": self.stage, "primitives": list(self.primitives),
                     "options": list(self.options), "facts": list(self.facts),
@@ -204,6 +214,14 @@ class RootCause:
     def key(self) -> str:
         text = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def keyed_step(self) -> tuple[str, tuple[str, ...]]:
+        """The step and site classes a ``step_site`` root cause is keyed by (see the module
+        docstring: a placement step misled by a wrapper that hides a dependence is keyed by
+        the wrapper)."""
+        if "site_dependence_hidden" in self.step_site and self.step in PLACEMENT_STEPS:
+            return HIDDEN_DEPENDENCE_STEP, tuple(f for f in self.step_site if f in _HIDING_SITE)
+        return self.step, self.step_site
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -250,6 +268,9 @@ class RootCause:
             self.symptom, self.symptom)
         if self.evidence == "ir_shape":
             return f"{what}{where}: {', '.join(self.mechanism)} (after {self.trigger()}, one route)"
+        if self.evidence == "step_site" and self.keyed_step()[0] == HIDDEN_DEPENDENCE_STEP:
+            return (f"{what}{where}: a wrapper block's regions hide a dependence from "
+                    f"sch.{self.step} (after {self.trigger()}, one route)")
         if self.evidence == "step_site":
             site = f" on a {', '.join(f.removeprefix('site_') for f in self.step_site)} site" \
                 if self.step_site else ""
@@ -269,7 +290,7 @@ def root_cause(case: dict[str, Any] | None, sig: Signature, culprit: str | None 
                step_site: tuple[str, ...] = ()) -> RootCause:
     """The root cause of a *minimized* failure (see the module docstring); ``culprit``: a
     pass confirmed by a fix test, or :data:`SCHEDULE_CULPRIT`, or ""; ``step``/``step_facts``/
-    ``step_site``: the culprit schedule step (:mod:`fuzzharness.kinds.tir.step_bisect`), the
+    ``step_site``: the culprit schedule step (:mod:`fuzzharness.minimize.step_bisect`), the
     facts of the prefix ending with it, the site it acted on."""
     if sig.has_text:
         return RootCause(symptom_class(sig), sig.stage, detail=sig.detail, site=sig.site,

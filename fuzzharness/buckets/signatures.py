@@ -57,6 +57,8 @@ _SUBSTITUTIONS: list[tuple[re.Pattern[str], str]] = [
     # /project/src/tirx/transform/vectorize_loop.cc:1058 → vectorize_loop.cc
     (re.compile(r"(?:[\w.+-]*/)+([\w.+-]+\.(?:cc|h|cpp|hpp|py|pxi))(?::\d+)?"), r"\1"),
     (re.compile(r"0x[0-9a-fA-F]+"), "0xADDR"),
+    # a temporary file's random name (PoCL's kernel cache: .../kcache/tempfile_FQpgsn.cl)
+    (re.compile(r"\b(tempfile|tmp)_?\w{4,}(?=\.\w+\b)"), r"\1_ID"),
     # the names in "variables (b, i, j) are used, but are not passed in as API arguments"
     (re.compile(r"\bvariables \([^)]*\) are used"), "variables (ID) are used"),
     # "Load/Store of buffer A_pad (0x55..)": the buffer's name

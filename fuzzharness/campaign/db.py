@@ -62,7 +62,8 @@ read as unconfirmed).  5 → 6: root-cause keys of version 2 (``repros.root_caus
 from the stored fields, :meth:`RootCause.from_dict`) and ``attachments`` (additive).  6 → 7
 added ``baseline`` (additive).  7 → 8: root-cause keys of version 3 (step and site): repros
 re-keyed from their fields, and each attachment moved to the new key of the root cause it
-pointed at.
+pointed at.  8 → 9: root-cause keys of version 4 (a placement step misled by a hiding wrapper
+keyed by the wrapper), re-keyed the same way.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ if TYPE_CHECKING:
     from fuzzharness.buckets.signatures import Signature
 
 APPLICATION = "tvm-fuzzharness"
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 DB_NAME = "results.sqlite"
 
 SCHEMA = """
@@ -333,7 +334,7 @@ class ResultsDB:
                 self._rekey_root_causes()
         if schema < 7:
             self.conn.executescript(SCHEMA)  # the baseline table (run --baseline)
-        if 6 <= schema < 8:  # (below 6, the rekey above already keyed them the current way)
+        if 6 <= schema < 9:  # (below 6, the rekey above already keyed them the current way)
             with self.conn:
                 self._rekey_root_causes()
         with self.conn:

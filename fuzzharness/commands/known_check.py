@@ -101,15 +101,15 @@ def _with_identity(known, bid: str, key: str):
 
 def _root_cause(case: dict[str, Any], sig):
     """The witness's root cause as a campaign records it for a minimized bucket: with the
-    culprit schedule step of a schedule-level failure (kinds/tir/step_bisect.py)."""
+    culprit schedule step of a schedule-level failure (minimize/step_bisect.py)."""
     from fuzzharness.buckets.root_causes import root_cause
     from fuzzharness.core.case import Case
-    from fuzzharness.core.kinds import kind_name
+    from fuzzharness.minimize.step_bisect import probed_trace
 
     case = {k: v for k, v in case.items() if k != "id"}
     step, facts, site = "", (), ()
-    if not sig.has_text and kind_name(case) == "tir" and (case.get("schedule") or {}).get("trace"):
-        from fuzzharness.kinds.tir.step_bisect import culprit_step
+    if not sig.has_text and probed_trace(Case.from_dict(case)) is not None:
+        from fuzzharness.minimize.step_bisect import culprit_step
 
         try:
             step, facts, site = culprit_step(Case.from_dict(case), sig)

@@ -5,7 +5,9 @@ Its stages are :mod:`fuzzharness.kinds.relax.run`; its minimizer passes edit the
 (:mod:`fuzzharness.kinds.relax.minimize`); its repro is the Relax module as TVMScript
 (:mod:`fuzzharness.kinds.relax.script`); its issue text names the operators and the
 compilation mode (:mod:`fuzzharness.kinds.relax.issue_text`).  The lowering-pass bisection
-probes single PrimFuncs, so it is not run for graphs.
+probes single PrimFuncs, so it is not run for graphs; the culprit schedule step is
+(:mod:`fuzzharness.minimize.step_bisect`, a graph with one scheduled function): a graph
+that reaches a schedule bug is keyed by the step and site like a kernel that does.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from fuzzharness.core.verdict import Verdict
 from fuzzharness.generators.graphs.spec import graph_primitives
 from fuzzharness.kinds.relax import check, issue_text, minimize, script
 from fuzzharness.kinds.relax.run import run_graph
-from fuzzharness.minimize import trace_edit
+from fuzzharness.minimize import step_bisect, trace_edit
+from fuzzharness.repro.triage import Triage
 
 
 class RelaxKind(CaseKind):
@@ -51,6 +54,25 @@ class RelaxKind(CaseKind):
 
     def write_script(self, case: Case, verdict: Verdict, **kwargs: Any):
         return script.write_script(case, verdict, **kwargs)
+
+    def bisect_passes(self, case: Case, verdict: Verdict, pattern: str | None, workdir):
+        """Only the culprit schedule step (a schedule-level failure of a graph whose one
+        fused function carries a schedule); None when there is nothing to probe."""
+        import time
+
+        from fuzzharness.buckets.signatures import signature
+
+        sig = signature(case.to_dict(), verdict)
+        if sig is None or sig.has_text or step_bisect.probed_trace(case) is None:
+            return None
+        started = time.monotonic()
+        try:
+            step, facts, site = step_bisect.culprit_step(case, sig)
+        except Exception:  # noqa: BLE001 - a triage hint, never a failure
+            return None
+        return Triage(culprit_step=step, step_facts=list(facts), step_site=list(site),
+                      note="graph: the culprit schedule step only (no pass probe)",
+                      seconds=time.monotonic() - started)
 
     def describe(self, case: Case) -> str:
         return issue_text.describe(case)

@@ -15,9 +15,9 @@ from fuzzharness.core.case import Case
 from fuzzharness.core.kinds import CaseKind
 from fuzzharness.core.traces import primitive_sequence, trace_primitives
 from fuzzharness.core.verdict import Status, Verdict
-from fuzzharness.kinds.tir import check, issue_text, pass_bisect, script, step_bisect
+from fuzzharness.kinds.tir import check, issue_text, pass_bisect, script
 from fuzzharness.kinds.tir.run import run_case
-from fuzzharness.minimize import passes, trace_edit
+from fuzzharness.minimize import passes, step_bisect, trace_edit
 
 
 class TirKind(CaseKind):

@@ -24,7 +24,6 @@ the attempt is recorded as a crash and a fresh child continues with the next pas
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import sys
@@ -38,6 +37,7 @@ from fuzzharness.execution import relayout
 from fuzzharness.kinds.tir.reference import expectation
 from fuzzharness.oracles.compare import judge
 from fuzzharness.oracles.numerics import numpy_dtype
+from fuzzharness.repro.triage import Triage
 
 #: pass-manager wrappers, not passes
 WRAPPERS = {"_pipeline", "sequential", "tirx.Filter", "tirx.BindTarget"}
@@ -48,31 +48,6 @@ WRAPPERS = {"_pipeline", "sequential", "tirx.Filter", "tirx.BindTarget"}
 ALWAYS_REQUIRED = ("s_tir.LowerInitBlock", "s_tir.ConvertBlocksToOpaque", "s_tir.LowerOpaqueBlock",
                    "tirx.FlattenBuffer", "tirx.MakePackedAPI")
 IR_LINES = 60
-
-
-@dataclasses.dataclass
-class Triage:
-    passes: list[str] = dataclasses.field(default_factory=list)  # pipeline order
-    raised_in: str | None = None  # the pass that raised (errors during lowering)
-    implicated: list[str] = dataclasses.field(default_factory=list)
-    required: list[str] = dataclasses.field(default_factory=list)
-    crashed: list[str] = dataclasses.field(default_factory=list)
-    ir_before: str = ""  # IR given to the first implicated pass (or the raising one)
-    ir_after: str = ""  # IR after it
-    scheduled_tir: str = ""
-    note: str = ""
-    seconds: float = 0.0
-    fix_test: str = ""  # "confirmed" / "not confirmed": the repro run without the culprit pass
-    culprit_step: str = ""  # the first schedule step after which it fails (step_bisect)
-    step_facts: list[str] = dataclasses.field(default_factory=list)  # that prefix's facts
-    step_site: list[str] = dataclasses.field(default_factory=list)  # what the step acted on
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @property
-    def first_wrong_pass(self) -> str | None:
-        return self.raised_in or (self.implicated[0] if self.implicated else None)
 
 
 # -- the child ---------------------------------------------------------------------------------

@@ -9,10 +9,13 @@ Steps before it were needed to *reach* the bug (a cache_read that gives blockize
 a split before a reindex); the culprit step is where TVM went wrong.
 
 ``prefixes`` builds the candidate cases, :func:`culprit_step` runs them in a worker process
-(a prefix can crash TVM) and ``first_failing`` reads the verdicts.  The step is evidence for
+(a prefix can crash TVM) and ``first_failing`` reads the verdicts.  The probed trace
+(:func:`probed_trace`) is a TIR case's own, or a graph's when one fused function carries a
+schedule (the graph is otherwise unchanged; with several scheduled functions, which one
+holds the culprit would need a probe of each, and none is named).  The step is evidence for
 recognizing a *known* bug reached by a longer route (a known bug whose trigger is one
 primitive, :meth:`fuzzharness.buckets.known_bugs.KnownBug.matches_minimized`), and with the
-*site* it acted on (:mod:`fuzzharness.kinds.tir.step_site`) it keys a root cause: the step
+*site* it acted on (:mod:`fuzzharness.minimize.step_site`) it keys a root cause: the step
 alone would merge different bugs that go wrong at one primitive (pad_einsum, reindex,
 cache_write each have several; benchmarks/dedup_precision.py --steps measured 6 false merges
 on 138 labelled repros).
@@ -25,10 +28,31 @@ from collections.abc import Sequence
 from fuzzharness.buckets.root_causes import MEMORY_CRASH, symptom_class
 from fuzzharness.buckets.signatures import Signature, signature
 from fuzzharness.core.case import Case
+from fuzzharness.core.kinds import kind_name
 from fuzzharness.core.traces import primitive_sequence
 from fuzzharness.core.verdict import Status, Verdict
-from fuzzharness.kinds.tir.step_site import site_facts
 from fuzzharness.minimize import trace_edit
+from fuzzharness.minimize.step_site import site_facts
+
+
+def probed_trace(case: Case) -> tuple[str, object] | None:
+    """(the scheduled function's name, its trace) of the trace the probe cuts: a TIR case's
+    (name ``""``), a graph's single scheduled function's; None when there is none."""
+    if kind_name(case.to_dict()) == "tir":
+        return ("", case.trace) if case.trace else None
+    functions = (case.schedule or {}).get("functions") or {}
+    if len(functions) != 1:
+        return None
+    (name, entry), = functions.items()
+    return (name, entry.get("trace")) if entry.get("trace") else None
+
+
+def with_trace(case: Case, name: str, trace: object) -> Case:
+    """``case`` with the probed trace replaced (a graph keeps its function's fingerprint)."""
+    if not name:
+        return case.replace(schedule=dict(case.schedule, trace=trace))
+    functions = case.schedule["functions"]
+    return case.replace(schedule=dict(case.schedule, functions={name: dict(functions[name], trace=trace)}))
 
 
 def prefixes(case: Case) -> list[tuple[str, Case]]:
@@ -40,7 +64,10 @@ def prefixes(case: Case) -> list[tuple[str, Case]]:
     *whole* schedule's failure, often all ones, on which an earlier step's fault may not
     show (the max of ones is one however many partitions reset it): the step is the first
     whose prefix fails on either."""
-    trace = case.trace
+    probed = probed_trace(case)
+    if probed is None:
+        return []
+    name, trace = probed
     insts = trace_edit.instructions(trace)
     steps = [i for i, inst in enumerate(insts) if not trace_edit.is_pure(inst)]
     out = []
@@ -49,7 +76,7 @@ def prefixes(case: Case) -> list[tuple[str, Case]]:
         prims = primitive_sequence(cut)
         if j >= 0 and not prims:
             continue
-        prefix = case.replace(schedule=dict(case.schedule, trace=cut))
+        prefix = with_trace(case, name, cut)
         step = prims[-1] if j >= 0 else ""
         out.append((step, prefix))
         probe = _probe_inputs(prefix)
@@ -110,12 +137,13 @@ def _inputs_key(case: Case) -> str:
 def culprit_step(case: Case, target: Signature, *, timeout: float = 20.0
                  ) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
     """The first step after which ``case`` fails like ``target``, that prefix's facts and
-    the site the step acted on (:func:`fuzzharness.kinds.tir.step_site.site_facts`;
-    ("", (), ()) without a schedule).  The prefixes run in one worker process; the site is
+    the site the step acted on (:func:`fuzzharness.minimize.step_site.site_facts`;
+    ("", (), ()) without a probed trace).  The prefixes run in one worker process; the site is
     read here (a replay of steps the case already ran, no compilation)."""
     from fuzzharness.engine.pool import WorkerPool
 
-    prims = primitive_sequence(case.trace)
+    probed = probed_trace(case)
+    prims = primitive_sequence(probed[1]) if probed else []
     if not prims:
         return "", (), ()
     cands = prefixes(case)

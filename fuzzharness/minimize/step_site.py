@@ -3,11 +3,14 @@
 A schedule-level bug is reached by many routes (a cache_write and a reverse_compute_at, a
 cache_read and a compute_at, a merge, a write_at … all put a second block under the loop a
 later ``reindex`` or ``decompose_padding`` acts on), and the minimized trace keeps the route.
-What the routes share is the culprit step (:mod:`fuzzharness.kinds.tir.step_bisect`) and
-the shape of the place it acts on.  :func:`site_facts` replays the trace up to that step and
+What the routes share is the culprit step (:mod:`fuzzharness.minimize.step_bisect`) and
+the shape of the place it acts on.  :func:`site_facts` replays the trace up to that step (a
+TIR case's, or a graph's scheduled function's: :func:`fuzzharness.minimize.step_bisect.probed_trace`) and
 describes each block and loop among the step's inputs in a few route-free classes:
 
-``site_reduction``          a block with a reduction iterator (an init, an identity to keep);
+``site_reduction``          a block with a reduction iterator (an init, an identity to keep),
+                            or a loop that a reduction iterator of a block under it is
+                            bound to (partitioning it splits the sum, not the outputs);
 ``site_shares_loop``        the innermost loop around the block (or the loop itself) holds
                             another block: a sibling the primitive must respect;
 ``site_shares_outer_loop``  the outermost loop around the block holds another block;
@@ -25,7 +28,9 @@ primitive set took root causes per real bug from 1.54 to 1.36 (tuning seed) and 
 seed; the step alone merged 6 pairs of different bugs, the sharing classes alone 2.  The
 classes were chosen on the tuning seed; ``site_dependence_hidden`` keeps a cache_write after
 blockize apart from one after loop_partition (as a mechanism of its own, keyed without the
-step, it merged 7 loop_partition bugs: it is a class, not a mechanism).
+step, it merged 7 loop_partition bugs: it is a class, not a mechanism).  ``site_reduction``
+of a *loop* keeps a second loop_partition of a spatial loop (iterations dropped) apart from
+one of a reduction loop (inits re-run), which the step and the other classes merged.
 
 Invariants: a function of the case's plain data (workload, parameters, trace); the facts of
 a trace without a schedule step are empty; nothing here runs a kernel or compiles.
@@ -36,6 +41,7 @@ from __future__ import annotations
 from typing import Any
 
 from fuzzharness.core.case import Case
+from fuzzharness.core.kinds import kind_name
 from fuzzharness.minimize import trace_edit
 
 SITE_FACTS = ("site_dependence_hidden", "site_nested", "site_reduction", "site_shares_loop",
@@ -53,14 +59,13 @@ def site_facts(case: Case) -> tuple[str, ...]:
     """The site classes of the inputs of ``case``'s last schedule step, in the program as it
     was just before that step (see the module docstring)."""
     from fuzzharness.core.tvm_support import replay_trace
-    from fuzzharness.generators.workloads import workloads
 
-    index = last_step_index(case.trace)
+    func, trace = _program_and_trace(case)
+    index = last_step_index(trace) if func is not None else None
     if index is None:
         return ()
-    insts = trace_edit.instructions(case.trace)
-    before = trace_edit.remove(case.trace, range(index, len(insts)), with_dependents=False)
-    func = workloads[case.workload_name].prim_func(case.params)
+    insts = trace_edit.instructions(trace)
+    before = trace_edit.remove(trace, range(index, len(insts)), with_dependents=False)
     sch = replay_trace(func, before)
     replayed = list(sch.trace.insts)
     kept = trace_edit.instructions(before)
@@ -77,6 +82,28 @@ def site_facts(case: Case) -> tuple[str, ...]:
             if hidden and _buffers_of(sch, objects[name]) & hidden:
                 facts.add("site_dependence_hidden")
     return tuple(sorted(facts))
+
+
+def _program_and_trace(case: Case) -> tuple[object, object]:
+    """The unscheduled PrimFunc the probed trace applies to, and that trace ((None, None)
+    when the case has none): a TIR workload's function, or a graph's fused function as
+    its schedule found it (legalized the way the case's run legalizes it)."""
+    from fuzzharness.generators.workloads import workloads
+
+    if kind_name(case.to_dict()) == "tir":
+        return (workloads[case.workload_name].prim_func(case.params), case.trace) if case.trace \
+            else (None, None)
+    functions = (case.schedule or {}).get("functions") or {}
+    if len(functions) != 1:
+        return None, None
+    from fuzzharness.core.relax_pipeline import graph_target, legalize, prim_functions
+    from fuzzharness.generators.graphs.program import build_module
+    from fuzzharness.generators.graphs.spec import Graph
+
+    (name, entry), = functions.items()
+    mod = legalize(build_module(Graph.from_dict(case.params)), graph_target(case.target),
+                   case.schedule.get("layout"))
+    return prim_functions(mod).get(name), entry.get("trace")
 
 
 def _blocks(stmt) -> list:
@@ -132,8 +159,11 @@ def _classes(sch, rv) -> set[str]:
         if loops and _blocks_under(sch.get(loops[0])) > 1:
             out.add("site_shares_outer_loop")
     elif isinstance(rv, s_tir.schedule.LoopRV):
-        if _blocks_under(sch.get(rv)) > 1:
+        loop = sch.get(rv)
+        if _blocks_under(loop) > 1:
             out.add("site_shares_loop")
+        if _binds_a_reduction(loop):
+            out.add("site_reduction")
     else:
         return out
     if _inside_a_block(sch.get_sref(rv)):
@@ -148,6 +178,25 @@ def _blocks_under(loop) -> int:
     found: list = []
     tvm_ffi.structural_walk(loop.body, [(s_tir.SBlock, found.append)])
     return len(found)
+
+
+def _binds_a_reduction(loop) -> bool:
+    """Whether a block under ``loop`` binds one of its reduction iterators to an expression
+    of the loop's variable."""
+    import tvm_ffi
+    from tvm import s_tir, tirx
+
+    realizes: list = []
+    tvm_ffi.structural_walk(loop.body, [(s_tir.SBlockRealize, realizes.append)])
+    for realize in realizes:
+        for iv, value in zip(realize.block.iter_vars, realize.iter_values, strict=False):
+            if int(iv.iter_type) != 2:
+                continue
+            used: list = []
+            tvm_ffi.structural_walk(value, [(tirx.Var, used.append)])
+            if any(v.same_as(loop.loop_var) for v in used):
+                return True
+    return False
 
 
 def _inside_a_block(sref) -> bool:
