@@ -21,6 +21,9 @@ Axes and what the columns count:
                without any), ``graph_op`` (each operator of a graph case): cases;
                ``drawn`` = ``proposed`` = generated, ``accepted`` = schedule not rejected
 
+``reach``      accepted steps by ``method @ site class`` (:mod:`fuzzharness.campaign.reach`:
+               the first call of the step and the classes of what it acted on, ``plain``
+               for none): ``accepted`` steps, ``compiled`` / ``verdict`` cases
 ``refused_later``  cases whose schedule TVM's primitives accepted and a later stage refused
                by design (:mod:`fuzzharness.execution.rejections`: ``nested_parallel``),
                by the refusal's name: ``drawn`` = ``proposed`` = such cases (not findings)
@@ -42,6 +45,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from fuzzharness.campaign import census_table
+from fuzzharness.campaign.reach import step_reach
 
 TABLE = """
 CREATE TABLE IF NOT EXISTS coverage(
@@ -101,6 +105,9 @@ def compute(rows: Iterable[tuple]) -> list[Row]:
                 for call in step.get("calls") or []:
                     add("call", call, 0, 0, 1, 0, 0)
                     used.add(("call", call))
+                for value in step_reach(step.get("calls") or [], step.get("site") or []):
+                    add("reach", value, 0, 0, 1, 0, 0)
+                    used.add(("reach", value))
         for axis, value in used:
             add(axis, value, 0, 0, 0, compiled, judged)
         if status == "schedule_rejected" and stage != "schedule":  # accepted, refused later

@@ -202,4 +202,21 @@ def format_status(st: dict[str, Any], *, top: int = 10, coverage_table: bool = F
     rows = [tuple(r) for r in st["coverage"]]
     if rows:
         lines.append(coverage.format_table(rows) if coverage_table else coverage.one_line(rows))
+    if rows and coverage_table:
+        lines += _never_built(rows)
     return "\n".join(lines)
+
+
+def _never_built(rows: list[tuple]) -> list[str]:
+    """The reach classes (docs/reach-map.md) no accepted step built, one line per method."""
+    from fuzzharness.campaign.reach import never_built, reach_classes
+
+    missing = never_built(rows)
+    by_method: dict[str, list[str]] = {}
+    for c in missing:
+        method, cls = c.split(" @ ")
+        by_method.setdefault(method, []).append(cls.removeprefix("site_"))
+    out = [f"reach classes never built: {len(missing)} of {len(reach_classes())}"
+           " (method @ site class; docs/reach-map.md)"]
+    out += [f"  {m:<28} {', '.join(c)}" for m, c in sorted(by_method.items())]
+    return out

@@ -42,10 +42,10 @@ from typing import Any
 
 from fuzzharness.core.case import Case
 from fuzzharness.core.kinds import kind_name
+from fuzzharness.generators.schedules.site_classes import SITE_FACTS, site_classes
 from fuzzharness.minimize import trace_edit
 
-SITE_FACTS = ("site_dependence_hidden", "site_nested", "site_reduction", "site_shares_loop",
-              "site_shares_outer_loop")
+__all__ = ["SITE_FACTS", "last_step_index", "site_facts"]
 
 
 def last_step_index(trace: Any) -> int | None:
@@ -74,14 +74,8 @@ def site_facts(case: Case) -> tuple[str, ...]:
     objects: dict[str, Any] = {}
     for inst, done in zip(kept, replayed, strict=True):
         objects.update(zip(trace_edit.outputs(inst), done.outputs, strict=False))
-    facts: set[str] = set()
-    hidden = _hidden_buffers(sch)
-    for name in insts[index][1]:
-        if isinstance(name, str) and name in objects:
-            facts |= _classes(sch, objects[name])
-            if hidden and _buffers_of(sch, objects[name]) & hidden:
-                facts.add("site_dependence_hidden")
-    return tuple(sorted(facts))
+    return site_classes(sch, [objects[n] for n in insts[index][1]
+                              if isinstance(n, str) and n in objects])
 
 
 def _program_and_trace(case: Case) -> tuple[object, object]:
@@ -104,108 +98,3 @@ def _program_and_trace(case: Case) -> tuple[object, object]:
     mod = legalize(build_module(Graph.from_dict(case.params)), graph_target(case.target),
                    case.schedule.get("layout"))
     return prim_functions(mod).get(name), entry.get("trace")
-
-
-def _blocks(stmt) -> list:
-    import tvm_ffi
-    from tvm import s_tir
-
-    found: list = []
-    tvm_ffi.structural_walk(stmt, [(s_tir.SBlock, found.append)])
-    return found
-
-
-def _regions(block) -> set[str]:
-    # the region's buffer: .source in TVM 0.27 (TensorRegion), .buffer before
-    return {str(getattr(r, "source", None) if hasattr(r, "source") else r.buffer.name)
-            for r in [*block.reads, *block.writes]}
-
-
-def _hidden_buffers(sch) -> set[str]:
-    """Names of buffers some block accesses inside a non-root block that does not declare
-    them in its reads/writes."""
-    hidden: set[str] = set()
-    for outer in _blocks(sch.mod["main"].body):
-        inner = [b for b in _blocks(outer.body) if not b.same_as(outer)]
-        if not inner or outer.name_hint == "root":
-            continue
-        declared = _regions(outer)
-        for b in inner:
-            hidden |= _regions(b) - declared
-    return hidden
-
-
-def _buffers_of(sch, rv) -> set[str]:
-    from tvm import s_tir
-
-    if isinstance(rv, s_tir.schedule.SBlockRV):
-        return _regions(sch.get(rv))
-    if isinstance(rv, s_tir.schedule.LoopRV):
-        return {n for b in _blocks(sch.get(rv).body) for n in _regions(b)}
-    return set()
-
-
-def _classes(sch, rv) -> set[str]:
-    from tvm import s_tir
-
-    out: set[str] = set()
-    if isinstance(rv, s_tir.schedule.SBlockRV):
-        block = sch.get(rv)
-        if any(int(iv.iter_type) == 2 for iv in block.iter_vars):  # 2: CommReduce
-            out.add("site_reduction")
-        loops = sch.get_loops(rv)
-        if loops and _blocks_under(sch.get(loops[-1])) > 1:
-            out.add("site_shares_loop")
-        if loops and _blocks_under(sch.get(loops[0])) > 1:
-            out.add("site_shares_outer_loop")
-    elif isinstance(rv, s_tir.schedule.LoopRV):
-        loop = sch.get(rv)
-        if _blocks_under(loop) > 1:
-            out.add("site_shares_loop")
-        if _binds_a_reduction(loop):
-            out.add("site_reduction")
-    else:
-        return out
-    if _inside_a_block(sch.get_sref(rv)):
-        out.add("site_nested")
-    return out
-
-
-def _blocks_under(loop) -> int:
-    import tvm_ffi
-    from tvm import s_tir
-
-    found: list = []
-    tvm_ffi.structural_walk(loop.body, [(s_tir.SBlock, found.append)])
-    return len(found)
-
-
-def _binds_a_reduction(loop) -> bool:
-    """Whether a block under ``loop`` binds one of its reduction iterators to an expression
-    of the loop's variable."""
-    import tvm_ffi
-    from tvm import s_tir, tirx
-
-    realizes: list = []
-    tvm_ffi.structural_walk(loop.body, [(s_tir.SBlockRealize, realizes.append)])
-    for realize in realizes:
-        for iv, value in zip(realize.block.iter_vars, realize.iter_values, strict=False):
-            if int(iv.iter_type) != 2:
-                continue
-            used: list = []
-            tvm_ffi.structural_walk(value, [(tirx.Var, used.append)])
-            if any(v.same_as(loop.loop_var) for v in used):
-                return True
-    return False
-
-
-def _inside_a_block(sref) -> bool:
-    """Whether the nearest block above ``sref`` is not the root block."""
-    from tvm import s_tir
-
-    parent = sref.parent
-    while parent is not None:
-        if isinstance(parent.stmt, s_tir.SBlock):
-            return parent.parent is not None
-        parent = parent.parent
-    return False

@@ -75,6 +75,9 @@ class Step:
     outcome: str  # accepted | rejected | no_site | disabled | dropped (undone by finalize)
     error: str = ""
     calls: tuple[str, ...] = ()  # schedule methods applied by an accepted step
+    #: the site classes of what its first call acted on, before it (site_classes.py; the
+    #: reach census: campaign/reach.py); empty for a plain site
+    site: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"primitive": self.primitive, "outcome": self.outcome}
@@ -82,6 +85,8 @@ class Step:
             d["error"] = self.error
         if self.calls:
             d["calls"] = list(self.calls)
+        if self.site:
+            d["site"] = list(self.site)
         return d
 
 
@@ -311,6 +316,9 @@ def _step(state: ScheduleState, name: str, enabled: bool) -> Step:
         if not enabled:
             state._restore(backup)
             return Step(name, "disabled")
+        # the lookups are made: classify what they found before the step changes it (no
+        # copy: Schedule.copy forks the random state, which would shift later samples)
+        looked_up = _classes_of_lookups(state.sch, state.sch.trace.insts[before:])
         thunk()
     except Exception as e:  # noqa: BLE001
         if not _refusal(e):
@@ -319,7 +327,28 @@ def _step(state: ScheduleState, name: str, enabled: bool) -> Step:
         return Step(name, "rejected", first_line(e))
     added = state.sch.trace.insts[before:]
     calls = tuple(method_name(i.kind.name) for i in added if i.kind.name not in LOOKUPS)
-    return Step(name, "accepted", calls=calls)
+    return Step(name, "accepted", calls=calls, site=_site_of(looked_up, added))
+
+
+def _classes_of_lookups(sch, insts) -> list[tuple[Any, tuple[str, ...]]]:
+    """(random variable, its site classes) for every block and loop the lookups ``insts``
+    returned, in the program as it is now."""
+    from fuzzharness.generators.schedules.site_classes import classes_by_rv
+
+    rvs = [rv for i in insts if i.kind.name in LOOKUPS for rv in i.outputs]
+    return classes_by_rv(sch, rvs)
+
+
+def _site_of(looked_up, added) -> tuple[str, ...]:
+    """The site classes of the inputs of the first instruction in ``added`` that transforms
+    the program (not a lookup or a sampler), as the lookups before it found them."""
+    first = next((i for i in added if i.kind.name not in LOOKUPS
+                  and not i.kind.name.startswith("Sample")), None)
+    if first is None:
+        return ()
+    found = {c for rv, classes in looked_up if any(rv.same_as(x) for x in first.inputs)
+             for c in classes}
+    return tuple(sorted(found))
 
 
 @functools.cache

@@ -1,0 +1,157 @@
+"""Site classes: what the block or loop a schedule step acts on looks like, in a few
+route-free classes (:data:`SITE_FACTS`; their meaning and measurements:
+:mod:`fuzzharness.minimize.step_site`).
+
+Shared by the culprit-step probe (the site of a failing step, for the root-cause key) and
+the generator (the site of every accepted step, for the reach census:
+:mod:`fuzzharness.campaign.reach`).  Invariants: a function of the schedule's current IR
+and the random variables given; nothing here changes the schedule or records an
+instruction in its trace (``sch.get_loops`` would: the generator's traces would change).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+SITE_FACTS = ("site_dependence_hidden", "site_nested", "site_reduction", "site_shares_loop",
+              "site_shares_outer_loop")
+
+
+def site_classes(sch: Any, rvs: Iterable[Any]) -> tuple[str, ...]:
+    """The site classes of the blocks and loops ``rvs`` (random variables of ``sch``; other
+    kinds of inputs are ignored), sorted."""
+    return tuple(sorted({c for _, classes in classes_by_rv(sch, rvs) for c in classes}))
+
+
+def classes_by_rv(sch: Any, rvs: Iterable[Any]) -> list[tuple[Any, tuple[str, ...]]]:
+    """(rv, its site classes) for each of ``rvs``, in order."""
+    out = []
+    hidden: set[str] | None = None
+    for rv in rvs:
+        facts = _classes(sch, rv)
+        buffers = _buffers_of(sch, rv)
+        if buffers:
+            hidden = _hidden_buffers(sch) if hidden is None else hidden
+            if buffers & hidden:
+                facts.add("site_dependence_hidden")
+        out.append((rv, tuple(sorted(facts))))
+    return out
+
+
+def _blocks(stmt) -> list:
+    import tvm_ffi
+    from tvm import s_tir
+
+    found: list = []
+    tvm_ffi.structural_walk(stmt, [(s_tir.SBlock, found.append)])
+    return found
+
+
+def _regions(block) -> set[str]:
+    # the region's buffer: .source in TVM 0.27 (TensorRegion), .buffer before
+    return {str(getattr(r, "source", None) if hasattr(r, "source") else r.buffer.name)
+            for r in [*block.reads, *block.writes]}
+
+
+def _hidden_buffers(sch) -> set[str]:
+    """Names of buffers some block accesses inside a non-root block that does not declare
+    them in its reads/writes."""
+    hidden: set[str] = set()
+    for outer in _blocks(sch.mod["main"].body):
+        inner = [b for b in _blocks(outer.body) if not b.same_as(outer)]
+        if not inner or outer.name_hint == "root":
+            continue
+        declared = _regions(outer)
+        for b in inner:
+            hidden |= _regions(b) - declared
+    return hidden
+
+
+def _buffers_of(sch, rv) -> set[str]:
+    from tvm import s_tir
+
+    if isinstance(rv, s_tir.schedule.SBlockRV):
+        return _regions(sch.get(rv))
+    if isinstance(rv, s_tir.schedule.LoopRV):
+        return {n for b in _blocks(sch.get(rv).body) for n in _regions(b)}
+    return set()
+
+
+def _classes(sch, rv) -> set[str]:
+    from tvm import s_tir
+
+    out: set[str] = set()
+    if isinstance(rv, s_tir.schedule.SBlockRV):
+        block = sch.get(rv)
+        if any(int(iv.iter_type) == 2 for iv in block.iter_vars):  # 2: CommReduce
+            out.add("site_reduction")
+        loops = _loops_above(sch.get_sref(rv))  # not sch.get_loops: that is traced
+        if loops and _blocks_under(loops[-1]) > 1:
+            out.add("site_shares_loop")
+        if loops and _blocks_under(loops[0]) > 1:
+            out.add("site_shares_outer_loop")
+    elif isinstance(rv, s_tir.schedule.LoopRV):
+        loop = sch.get(rv)
+        if _blocks_under(loop) > 1:
+            out.add("site_shares_loop")
+        if _binds_a_reduction(loop):
+            out.add("site_reduction")
+    else:
+        return out
+    if _inside_a_block(sch.get_sref(rv)):
+        out.add("site_nested")
+    return out
+
+
+def _loops_above(sref) -> list:
+    """The loops between ``sref`` and the block above it, outermost first."""
+    from tvm import s_tir, tirx
+
+    loops = []
+    parent = sref.parent
+    while parent is not None and not isinstance(parent.stmt, s_tir.SBlock):
+        if isinstance(parent.stmt, tirx.For):
+            loops.append(parent.stmt)
+        parent = parent.parent
+    return loops[::-1]
+
+
+def _blocks_under(loop) -> int:
+    import tvm_ffi
+    from tvm import s_tir
+
+    found: list = []
+    tvm_ffi.structural_walk(loop.body, [(s_tir.SBlock, found.append)])
+    return len(found)
+
+
+def _binds_a_reduction(loop) -> bool:
+    """Whether a block under ``loop`` binds one of its reduction iterators to an expression
+    of the loop's variable."""
+    import tvm_ffi
+    from tvm import s_tir, tirx
+
+    realizes: list = []
+    tvm_ffi.structural_walk(loop.body, [(s_tir.SBlockRealize, realizes.append)])
+    for realize in realizes:
+        for iv, value in zip(realize.block.iter_vars, realize.iter_values, strict=False):
+            if int(iv.iter_type) != 2:
+                continue
+            used: list = []
+            tvm_ffi.structural_walk(value, [(tirx.Var, used.append)])
+            if any(v.same_as(loop.loop_var) for v in used):
+                return True
+    return False
+
+
+def _inside_a_block(sref) -> bool:
+    """Whether the nearest block above ``sref`` is not the root block."""
+    from tvm import s_tir
+
+    parent = sref.parent
+    while parent is not None:
+        if isinstance(parent.stmt, s_tir.SBlock):
+            return parent.parent is not None
+        parent = parent.parent
+    return False

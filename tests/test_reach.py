@@ -1,0 +1,66 @@
+"""The reach map (docs/reach-map.md, fuzzharness/campaign/reach.py): generated from TVM's own
+surface, checked against this TVM, and counted by the census.  Both sides: a method or pass
+the map lacks is reported; a step's site classes are counted under its first call, and a
+class no step built is listed as never built."""
+
+from __future__ import annotations
+
+from fuzzharness.campaign import coverage, reach
+from tests.conftest import ROOT
+
+DOC = ROOT / "docs" / "reach-map.md"
+
+
+def test_the_committed_map_lists_every_schedule_method_and_lowering_pass_of_this_tvm():
+    doc = DOC.read_text()
+    assert reach.unlisted(doc) == [], "regenerate: python -m fuzzharness.campaign.reach --write docs/reach-map.md"
+    # the other side: what TVM would add, and a method nothing accounts for, are reported
+    assert reach.unlisted(doc, methods=["cache_write", "new_primitive"], passes=["tirx.NewPass"]) == [
+        "method new_primitive", "pass tirx.NewPass"]
+    assert "| `unsafe_hide_buffer_access` | excused:" in doc
+    assert "`tirx.StorageRewrite`" in doc and "`s_tir.LoopPartition`" in doc
+
+
+def test_reach_classes_follow_what_a_method_acts_on():
+    classes = set(reach.reach_classes())
+    assert {"cache_write @ site_reduction", "cache_write @ site_shares_outer_loop",
+            "split @ plain", "split @ site_reduction"} <= classes
+    assert "split @ site_shares_outer_loop" not in classes  # a loop has no outer-loop class
+    assert not any(c.startswith(("sample_", "can_")) for c in classes)
+
+
+def test_a_step_counts_under_its_first_call_and_unbuilt_classes_are_listed():
+    import json
+
+    assert reach.step_reach(["sample_compute_location", "compute_at"], ["site_reduction"]) == [
+        "compute_at @ site_reduction"]
+    assert reach.step_reach(["cache_write", "reverse_compute_at"], []) == ["cache_write @ plain"]
+    case = {"workload": {"name": "row_sum"}, "schedule": {"source": "random"}, "origin": {
+        "dtype": "float32", "steps": [
+            {"primitive": "cache", "outcome": "accepted", "calls": ["cache_write"],
+             "site": ["site_nested", "site_reduction"]},
+            {"primitive": "split", "outcome": "rejected"}]}}
+    rows = coverage.compute([("pass", "done", json.dumps(case))])
+    built = {r[1]: r for r in rows if r[0] == "reach"}
+    assert set(built) == {"cache_write @ site_nested", "cache_write @ site_reduction"}
+    assert built["cache_write @ site_reduction"][4:] == (1, 1, 1)  # accepted, compiled, judged
+    missing = reach.never_built(rows)
+    assert "cache_write @ site_reduction" not in missing and "cache_write @ plain" in missing
+    assert len(missing) == len(reach.reach_classes()) - 2
+
+
+def test_classifying_a_site_records_nothing_in_the_trace():
+    """The generator classifies every accepted step's site: a traced lookup (sch.get_loops)
+    would change the case's trace, and with it every case after the first step."""
+    from tvm import s_tir
+
+    from fuzzharness.generators.schedules.site_classes import classes_by_rv
+    from fuzzharness.generators.workloads import workloads
+
+    sch = s_tir.Schedule(workloads["row_sum"].prim_func({"M": 2, "N": 3, "dtype": "float32"}))
+    block = sch.get_sblock("B")
+    (i, j) = sch.get_loops(block)
+    n = len(sch.trace.insts)
+    got = dict(classes_by_rv(sch, [block, i, j]))
+    assert len(sch.trace.insts) == n
+    assert got[block] == ("site_reduction",) and got[j] == ("site_reduction",) and got[i] == ()
