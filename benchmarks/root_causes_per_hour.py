@@ -15,7 +15,10 @@ from its database:
 * new buckets by severity class (wrong output / crash of the kernel, hang, compile error,
   reference mismatch) and how many of each were minimized and verified;
 * minimized buckets (a repro was written), verified repros (it reproduced in a fresh
-  process), root causes (verified repros grouped by minimized trigger and culprit pass);
+  process), root causes (verified repros by root-cause key) and **distinct bugs** (root
+  causes with known bugs grouped by entry: the count ``fuzzharness status`` prints, read
+  with the harness's own ``read_status``), and for each distinct bug the time from the
+  campaign's start to its first verified repro;
 * the minimized schedule lengths (trace instructions without lookups: the ``sch`` calls a
   maintainer reads), and the share of repros whose schedule is Python calls and whose
   reference is the operator's numpy definition;
@@ -139,7 +142,21 @@ def analyse(out: Path, known_file: str | None = None) -> dict:
         if single_kernel:
             single += 1
             numpy_ref += bool(text) and EMBEDDED not in text
+    distinct, to_first = None, []
+    try:  # the harness's own grouping (an older database or checkout may not have it)
+        from fuzzharness.campaign.status import read_status
+
+        distinct = read_status(out, known_file)["distinct_bugs"]
+        start = con.execute("SELECT MIN(started) FROM sessions").fetchone()[0]
+        created = dict(con.execute("SELECT bucket, created FROM repros WHERE reproduced = 1"))
+        for bug in distinct["bugs"]:
+            times = [created[b] for b in bug["buckets"] if created.get(b) is not None]
+            if times and start is not None:
+                to_first.append(round(min(times) - start, 1))
+    except Exception as e:  # noqa: BLE001 - reported as n/a
+        print(f"(distinct bugs n/a: {type(e).__name__}: {e})")
     return {
+        "distinct": distinct, "to_first": sorted(to_first),
         "cases": cases, "span": (last - first) if first is not None else 0.0,
         "buckets": len(buckets), "new": len(new), "probably_known": len(probable),
         "raw_new": raw_new,
@@ -203,6 +220,14 @@ def report(a: dict, wall: float, cpu: float, rc: int, workers: int, out: Path) -
     print(f"minimized buckets     {a['minimized']:>6}")
     print(f"verified repros       {a['verified']:>6}")
     print(f"root causes           {rcs if rcs is not None else 'n/a':>6}")
+    d = a.get("distinct")
+    if d is not None:
+        print(f"distinct bugs         {d['count']:>6}   ({d['root_causes']} root causes, from {d['buckets']} "
+              f"buckets, {d['verified_repros']} verified repros, {d['attached']} attached unminimized)")
+    if a.get("to_first"):
+        t = a["to_first"]
+        print(f"time to the first verified repro of each distinct bug (s from the start): median "
+              f"{statistics.median(t):g}, first {t[0]:g}, last {t[-1]:g}; " + ", ".join(f"{x:g}" for x in t))
     if a["lengths"]:
         dist = Counter(min(n, 9) for n in a["lengths"])
         print("minimized schedule length (single-kernel repros; sch calls, lookups excluded): median "
@@ -216,7 +241,8 @@ def report(a: dict, wall: float, cpu: float, rc: int, workers: int, out: Path) -
             return f"{x / h:.1f}" if h > 0 else "n/a"
         print(f"per {label}: {per(a['cases'])} cases, {per(a['new'])} new buckets, "
               f"{per(a['minimized'])} minimized, {per(a['verified'])} verified repros, "
-              + (f"{per(rcs)} root causes" if rcs is not None else "root causes n/a"))
+              + (f"{per(rcs)} root causes" if rcs is not None else "root causes n/a")
+              + (f", {per(d['count'])} distinct bugs" if d is not None else ""))
 
 
 if __name__ == "__main__":

@@ -391,13 +391,21 @@ def test_a_version_8_database_joins_placements_a_hiding_wrapper_misled(tmp_path)
         con.execute("INSERT INTO repros(bucket, reproduced, runs, created, length, path, title, "
                     "root_cause, root_cause_fields) VALUES (?, 1, 1, 0, 2, ?, 't', ?, ?)",
                     (bucket, f"/r/{bucket}", f"v3-{bucket}", json.dumps(fields)))
+    con.execute("INSERT INTO attachments VALUES ('b4', 'v3-b2', 'ir_shape', 'b2', 0)")
+    con.execute("INSERT INTO buckets(key, symptom, stage, title, signature, first_seen, last_seen, "
+                "count, example_idx) VALUES ('b4', 'wrong_result', 'verify', 't', '{}', 0, 0, 5, 9)")
     con.execute("UPDATE meta SET value = '8' WHERE key = 'schema'")
     con.commit()
     con.close()
+    for readonly in (True, False):  # status reads without migrating; a campaign migrates
+        db = ResultsDB(tmp_path, readonly=readonly)
+        causes = {tuple(c["buckets"]): c for c in db.root_causes()}
+        assert set(causes) == {("b1", "b2"), ("b3",)}, readonly
+        assert causes[("b1", "b2")]["attached"] == {"b4": "ir_shape"}, readonly
+        db.close()
     db = ResultsDB(tmp_path)
     keys = {r["bucket"]: r["root_cause"] for r in db.repros()}
     assert keys["b1"] == keys["b2"] != keys["b3"] and not keys["b1"].startswith("v3-")
-    assert len(db.root_causes()) == 2
     db.close()
 
 

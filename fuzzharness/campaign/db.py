@@ -663,14 +663,18 @@ class ResultsDB:
         counted."""
         counts = dict(self.conn.execute("SELECT key, count FROM buckets"))
         groups: dict[str, list[dict[str, Any]]] = {}
+        moved: dict[str, str] = {}  # a stored key of an older identity → today's
         for r in self.repros():
             if r["reproduced"] and r.get("root_cause_fields"):
                 key = RootCause.from_dict(r["root_cause_fields"]).key
                 groups.setdefault(key, []).append(r)
+                if r.get("root_cause") and r["root_cause"] != key:
+                    moved[r["root_cause"]] = key
         attached: dict[str, dict[str, str]] = {}
-        for bucket, a in self.attachments().items():
-            if a["root_cause"] in groups:
-                attached.setdefault(a["root_cause"], {})[bucket] = a["evidence"]
+        for bucket, a in self.attachments().items():  # a read-only database is not migrated:
+            key = moved.get(a["root_cause"], a["root_cause"])  # its attachments keep old keys
+            if key in groups:
+                attached.setdefault(key, {})[bucket] = a["evidence"]
         out = []
         for key, reps in groups.items():
             best = min(reps, key=lambda r: (r["length"] if r["length"] is not None else 1 << 30,
