@@ -241,6 +241,30 @@ def test_metaschedule_cases_are_postprocessed_and_pass():
 
 
 
+def test_a_block_inside_an_init_is_a_site_only_at_the_known_bug_weight():
+    """No exclusion without a record: a block inside another block's T.init (blockize of a
+    reduction makes C_init) makes TVM's get_sblock fail an internal check (known bug
+    get-sblock-of-block-inside-init).  It is a site with ``known_bug_sites``, at the known
+    weight otherwise (sometimes, not never), and never where known sites are switched off
+    (test sweeps); the blocks outside the init are sites every time."""
+    from tvm import s_tir
+
+    from fuzzharness.buckets.known_bugs import KnownBugs
+    from fuzzharness.generators.schedules.base import ScheduleState
+
+    sch = s_tir.Schedule(workloads["matmul"].prim_func({"M": 2, "N": 3, "K": 4, "dtype": "float32"}))
+    sch.blockize(sch.get_loops(sch.get_sblock("C"))[1])
+
+    def names(seed, **options):
+        return ScheduleState(sch, draws.for_case(seed, 0, "init"), ScheduleOptions(**options)).facts.names()
+
+    assert names(0, known_bug_sites=True) == ["C", "C_init", "C_o"]
+    assert all(names(s, known_site_permille=0) == ["C", "C_o"] for s in range(300))
+    drawn = sum("C_init" in names(s) for s in range(4000))
+    assert 0 < drawn < 40, drawn
+    assert any(b.id == "get-sblock-of-block-inside-init" and b.witness for b in KnownBugs.load().bugs)
+
+
 def test_a_known_bug_site_is_still_drawn_at_its_low_weight():
     """No exclusion without a way back: loop_partition of a loop that holds two blocks (a
     known TVM segfault, loop_partition.py) is proposed in about KNOWN_SITE_PERMILLE ‰ of

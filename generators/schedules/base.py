@@ -131,14 +131,18 @@ class ScheduleState:
 
         Facts depend on the PrimFunc alone, and TVM IR is immutable: after a step that
         changed nothing (no site, disabled, rejected and rolled back) the function is the
-        very same object, and its last analysis is reused rather than recomputed."""
+        very same object, and its last analysis is reused rather than recomputed.  Blocks
+        inside a ``T.init`` join the sites of a step only at the known-bug weight
+        (:meth:`known_site`)."""
         if self._facts is None:
             func = self.sch.mod["main"]
-            if self._analysed is not None and self._analysed[0].same_as(func):
-                self._facts = self._analysed[1]
-            else:
-                self._facts = analyse(func)
-                self._analysed = (func, self._facts)
+            if self._analysed is None or not self._analysed[0].same_as(func):
+                self._analysed = (func, analyse(func))
+            self._facts = self._analysed[1]
+            # blocks inside a T.init are sites at the known-bug weight (one draw, only when
+            # the function has such blocks): no exclusion without a record and a way back
+            if self._facts.init_blocks and self.known_site():
+                self._facts = self._facts.with_init_blocks()
         return self._facts
 
     def block_names(self) -> list[str]:
