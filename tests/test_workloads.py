@@ -111,7 +111,7 @@ def test_unscheduled_case_through_the_pipeline(name):
 def test_every_family_of_the_catalog_is_registered():
     expected = {"matmul", "batch_matmul", "dense", "conv2d", "depthwise_conv2d", "pool2d", "pad",
                 "reduce", "row_sum", "argmax", "softmax", "layer_norm", "elementwise",
-                "fused_epilogue"}
+                "fused_epilogue", "reduce_epilogue"}
     assert expected <= set(workloads.names())
     labels = {lb for n in expected for lb in workloads[n].dtype_labels}
     assert labels >= {"float16", "bfloat16", "float32", "int8", "float16-acc32",

@@ -15,6 +15,7 @@ from fuzzharness.generators.workloads import (  # noqa: F401
     pad,
     pooling,
     reduce,
+    reduce_epilogue,
     row_reduce,
     softmax,
 )
