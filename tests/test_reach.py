@@ -54,13 +54,13 @@ def test_classifying_a_site_records_nothing_in_the_trace():
     would change the case's trace, and with it every case after the first step."""
     from tvm import s_tir
 
-    from fuzzharness.generators.schedules.site_classes import classes_by_rv
+    from fuzzharness.generators.schedules.site_classes import site_classes
     from fuzzharness.generators.workloads import workloads
 
     sch = s_tir.Schedule(workloads["row_sum"].prim_func({"M": 2, "N": 3, "dtype": "float32"}))
     block = sch.get_sblock("B")
     (i, j) = sch.get_loops(block)
     n = len(sch.trace.insts)
-    got = dict(classes_by_rv(sch, [block, i, j]))
+    got = {name: site_classes(sch, [rv]) for name, rv in (("B", block), ("i", i), ("j", j))}
     assert len(sch.trace.insts) == n
-    assert got[block] == ("site_reduction",) and got[j] == ("site_reduction",) and got[i] == ()
+    assert got == {"B": ("site_reduction",), "i": (), "j": ("site_reduction",)}

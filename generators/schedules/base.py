@@ -320,9 +320,9 @@ def _step(state: ScheduleState, name: str, enabled: bool) -> Step:
         if not enabled:
             state._restore(backup)
             return Step(name, "disabled")
-        # the lookups are made: classify what they found before the step changes it (no
-        # copy: Schedule.copy forks the random state, which would shift later samples)
-        looked_up = _classes_of_lookups(state.sch, state.sch.trace.insts[before:])
+        # the lookups are made: keep what they found (IR nodes are immutable) to classify
+        # the site the step's first call acts on, in ``backup``, once the call is known
+        looked_up = _lookups(state.sch, state.sch.trace.insts[before:])
         thunk()
     except Exception as e:  # noqa: BLE001
         if not _refusal(e):
@@ -331,28 +331,26 @@ def _step(state: ScheduleState, name: str, enabled: bool) -> Step:
         return Step(name, "rejected", first_line(e))
     added = state.sch.trace.insts[before:]
     calls = tuple(method_name(i.kind.name) for i in added if i.kind.name not in LOOKUPS)
-    return Step(name, "accepted", calls=calls, site=_site_of(looked_up, added))
+    return Step(name, "accepted", calls=calls, site=_site_of(backup, looked_up, added))
 
 
-def _classes_of_lookups(sch, insts) -> list[tuple[Any, tuple[str, ...]]]:
-    """(random variable, its site classes) for every block and loop the lookups ``insts``
-    returned, in the program as it is now."""
-    from fuzzharness.generators.schedules.site_classes import classes_by_rv
-
-    rvs = [rv for i in insts if i.kind.name in LOOKUPS for rv in i.outputs]
-    return classes_by_rv(sch, rvs)
+def _lookups(sch, insts) -> list[tuple[Any, Any]]:
+    """(random variable, its block or loop) for every output of the lookups ``insts``."""
+    return [(rv, sch.get(rv)) for i in insts if i.kind.name in LOOKUPS for rv in i.outputs]
 
 
-def _site_of(looked_up, added) -> tuple[str, ...]:
+def _site_of(before, looked_up, added) -> tuple[str, ...]:
     """The site classes of the inputs of the first instruction in ``added`` that transforms
-    the program (not a lookup or a sampler), as the lookups before it found them."""
+    the program (not a lookup or a sampler), in ``before`` (the schedule as it was before
+    the step: Schedule.copy is not used here, it forks the random state)."""
+    from fuzzharness.generators.schedules.site_classes import stmt_classes
+
     first = next((i for i in added if i.kind.name not in LOOKUPS
                   and not i.kind.name.startswith("Sample")), None)
     if first is None:
         return ()
-    found = {c for rv, classes in looked_up if any(rv.same_as(x) for x in first.inputs)
-             for c in classes}
-    return tuple(sorted(found))
+    stmts = [stmt for rv, stmt in looked_up if any(rv.same_as(x) for x in first.inputs)]
+    return stmt_classes(before, stmts)
 
 
 @functools.cache
@@ -366,7 +364,9 @@ def method_name(kind: str) -> str:
 
 
 def first_line(e: BaseException) -> str:
-    text = str(e)
+    """The message of a refusal, with memory addresses erased (TVM prints some objects by
+    address: the same seed must record the same case)."""
+    text = re.sub(r"0x[0-9a-fA-F]+", "0xADDR", str(e))
     for line in text.splitlines():
         if line.startswith("Error message:"):
             return line[len("Error message:") :].strip()[:200]

@@ -21,22 +21,31 @@ SITE_FACTS = ("site_dependence_hidden", "site_nested", "site_reduction", "site_s
 def site_classes(sch: Any, rvs: Iterable[Any]) -> tuple[str, ...]:
     """The site classes of the blocks and loops ``rvs`` (random variables of ``sch``; other
     kinds of inputs are ignored), sorted."""
-    return tuple(sorted({c for _, classes in classes_by_rv(sch, rvs) for c in classes}))
+    from tvm import s_tir
+
+    stmts = [sch.get(rv) for rv in rvs
+             if isinstance(rv, (s_tir.schedule.SBlockRV, s_tir.schedule.LoopRV))]
+    return stmt_classes(sch, stmts)
 
 
-def classes_by_rv(sch: Any, rvs: Iterable[Any]) -> list[tuple[Any, tuple[str, ...]]]:
-    """(rv, its site classes) for each of ``rvs``, in order."""
-    out = []
+def stmt_classes(sch: Any, stmts: Iterable[Any]) -> tuple[str, ...]:
+    """The site classes of the blocks and loops ``stmts`` of ``sch``'s current program (the
+    statements themselves: the generator keeps them from before a step changes the program,
+    and classifies them in the schedule copied before it), sorted."""
+    facts: set[str] = set()
     hidden: set[str] | None = None
-    for rv in rvs:
-        facts = _classes(sch, rv)
-        buffers = _buffers_of(sch, rv)
+    for stmt in stmts:
+        try:
+            sref = sch.get_sref(stmt)
+        except Exception:  # noqa: BLE001 - not a statement of this program (nothing to say)
+            continue
+        facts |= _classes(stmt, sref)
+        buffers = _buffers_of(stmt)
         if buffers:
-            hidden = _hidden_buffers(sch) if hidden is None else hidden
+            hidden = _hidden_buffers(sch.mod["main"]) if hidden is None else hidden
             if buffers & hidden:
                 facts.add("site_dependence_hidden")
-        out.append((rv, tuple(sorted(facts))))
-    return out
+    return tuple(sorted(facts))
 
 
 def _blocks(stmt) -> list:
@@ -54,11 +63,11 @@ def _regions(block) -> set[str]:
             for r in [*block.reads, *block.writes]}
 
 
-def _hidden_buffers(sch) -> set[str]:
+def _hidden_buffers(func) -> set[str]:
     """Names of buffers some block accesses inside a non-root block that does not declare
     them in its reads/writes."""
     hidden: set[str] = set()
-    for outer in _blocks(sch.mod["main"].body):
+    for outer in _blocks(func.body):
         inner = [b for b in _blocks(outer.body) if not b.same_as(outer)]
         if not inner or outer.name_hint == "root":
             continue
@@ -68,38 +77,32 @@ def _hidden_buffers(sch) -> set[str]:
     return hidden
 
 
-def _buffers_of(sch, rv) -> set[str]:
+def _buffers_of(stmt) -> set[str]:
     from tvm import s_tir
 
-    if isinstance(rv, s_tir.schedule.SBlockRV):
-        return _regions(sch.get(rv))
-    if isinstance(rv, s_tir.schedule.LoopRV):
-        return {n for b in _blocks(sch.get(rv).body) for n in _regions(b)}
-    return set()
+    if isinstance(stmt, s_tir.SBlock):
+        return _regions(stmt)
+    return {n for b in _blocks(stmt.body) for n in _regions(b)}
 
 
-def _classes(sch, rv) -> set[str]:
+def _classes(stmt, sref) -> set[str]:
     from tvm import s_tir
 
     out: set[str] = set()
-    if isinstance(rv, s_tir.schedule.SBlockRV):
-        block = sch.get(rv)
-        if any(int(iv.iter_type) == 2 for iv in block.iter_vars):  # 2: CommReduce
+    if isinstance(stmt, s_tir.SBlock):
+        if any(int(iv.iter_type) == 2 for iv in stmt.iter_vars):  # 2: CommReduce
             out.add("site_reduction")
-        loops = _loops_above(sch.get_sref(rv))  # not sch.get_loops: that is traced
+        loops = _loops_above(sref)  # not sch.get_loops: that is traced
         if loops and _blocks_under(loops[-1]) > 1:
             out.add("site_shares_loop")
         if loops and _blocks_under(loops[0]) > 1:
             out.add("site_shares_outer_loop")
-    elif isinstance(rv, s_tir.schedule.LoopRV):
-        loop = sch.get(rv)
-        if _blocks_under(loop) > 1:
-            out.add("site_shares_loop")
-        if _binds_a_reduction(loop):
-            out.add("site_reduction")
     else:
-        return out
-    if _inside_a_block(sch.get_sref(rv)):
+        if _blocks_under(stmt) > 1:
+            out.add("site_shares_loop")
+        if _binds_a_reduction(stmt):
+            out.add("site_reduction")
+    if _inside_a_block(sref):
         out.add("site_nested")
     return out
 
