@@ -64,3 +64,23 @@ def test_classifying_a_site_records_nothing_in_the_trace():
     got = {name: site_classes(sch, [rv]) for name, rv in (("B", block), ("i", i), ("j", j))}
     assert len(sch.trace.insts) == n
     assert got == {"B": ("site_reduction",), "i": (), "j": ("site_reduction",)}
+
+
+def test_a_step_whose_lookups_are_made_inside_its_call_still_gets_its_site():
+    """fuse_reduction_epilogue looks its blocks up inside the call it returns: the site is
+    the max reduction it folds into (site_reduction) — classified in the schedule as it was
+    before the step, not left plain."""
+    from fuzzharness.generators import draw as draws
+    from fuzzharness.generators.schedules import ScheduleOptions, random_schedule
+    from fuzzharness.generators.workloads import workloads
+
+    p = {"M": 2, "N": 4, "op": "max", "steps": [{"op": "add", "arg": "bias"}], "dtype": "float32"}
+    func = workloads["reduce_epilogue"].prim_func(p)
+    sites = []
+    for seed in range(400):
+        _, steps = random_schedule(func, draws.for_case(seed, 0, "site"), ScheduleOptions(
+            primitives=["fuse_reduction_epilogue"], max_steps=8, known_site_permille=0))
+        sites += [tuple(s.site) for s in steps if s.outcome == "accepted"]
+        if len(sites) >= 3:
+            break
+    assert sites and set(sites) == {("site_reduction",)}, sites

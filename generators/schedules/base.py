@@ -320,9 +320,6 @@ def _step(state: ScheduleState, name: str, enabled: bool) -> Step:
         if not enabled:
             state._restore(backup)
             return Step(name, "disabled")
-        # the lookups are made: keep what they found (IR nodes are immutable) to classify
-        # the site the step's first call acts on, in ``backup``, once the call is known
-        looked_up = _lookups(state.sch, state.sch.trace.insts[before:])
         thunk()
     except Exception as e:  # noqa: BLE001
         if not _refusal(e):
@@ -331,26 +328,46 @@ def _step(state: ScheduleState, name: str, enabled: bool) -> Step:
         return Step(name, "rejected", first_line(e))
     added = state.sch.trace.insts[before:]
     calls = tuple(method_name(i.kind.name) for i in added if i.kind.name not in LOOKUPS)
-    return Step(name, "accepted", calls=calls, site=_site_of(backup, looked_up, added))
+    return Step(name, "accepted", calls=calls, site=_site_of(backup, added))
 
 
-def _lookups(sch, insts) -> list[tuple[Any, Any]]:
-    """(random variable, its block or loop) for every output of the lookups ``insts``."""
-    return [(rv, sch.get(rv)) for i in insts if i.kind.name in LOOKUPS for rv in i.outputs]
-
-
-def _site_of(before, looked_up, added) -> tuple[str, ...]:
+def _site_of(before, added) -> tuple[str, ...]:
     """The site classes of the inputs of the first instruction in ``added`` that transforms
-    the program (not a lookup or a sampler), in ``before`` (the schedule as it was before
-    the step: Schedule.copy is not used here, it forks the random state)."""
-    from fuzzharness.generators.schedules.site_classes import stmt_classes
+    the program (not a lookup or a sampler), in ``before`` — the schedule copied before the
+    step, on which the lookups that precede that instruction (in the proposal or in its
+    thunk: the program had not changed yet) are made again.  ``before`` is discarded after
+    the step, so what this records in its trace does not matter; the step's own schedule is
+    not touched (Schedule.copy would fork its random state)."""
+    from fuzzharness.generators.schedules.site_classes import site_classes
 
-    first = next((i for i in added if i.kind.name not in LOOKUPS
-                  and not i.kind.name.startswith("Sample")), None)
-    if first is None:
-        return ()
-    stmts = [stmt for rv, stmt in looked_up if any(rv.same_as(x) for x in first.inputs)]
-    return stmt_classes(before, stmts)
+    found: dict[Any, Any] = {}  # rv of the step's schedule -> rv of ``before``
+    for inst in added:
+        kind = inst.kind.name
+        if kind not in LOOKUPS:
+            if kind.startswith("Sample"):
+                continue
+            mine = [found[rv] for rv in found if any(rv.same_as(x) for x in inst.inputs)]
+            return site_classes(before, mine)
+        try:
+            outs = _look_up(before, kind, [_mapped(found, x) for x in inst.inputs], inst.attrs)
+        except Exception:  # noqa: BLE001 - a lookup that cannot be made again: no site
+            return ()
+        found.update(zip(inst.outputs, outs, strict=False))
+    return ()
+
+
+def _mapped(found: dict, rv):
+    return next((v for k, v in found.items() if k.same_as(rv)), rv)
+
+
+def _look_up(sch, kind: str, inputs: list, attrs) -> list:
+    """Make the lookup instruction ``kind`` on ``sch`` (its outputs, as a list)."""
+    if kind == "GetSBlock":
+        return [sch.get_sblock(str(attrs[0]), func_name=str(attrs[1]))]
+    method = {"GetLoops": sch.get_loops, "GetChildBlocks": sch.get_child_blocks,
+              "GetProducers": sch.get_producers, "GetConsumers": sch.get_consumers,
+              "GetOutputBlocks": sch.get_output_blocks}[kind]
+    return list(method(inputs[0]))
 
 
 @functools.cache
