@@ -38,3 +38,26 @@ def fused_case(op: str) -> Case:
 def test_fusing_a_bias_into_a_reduction_init_is_judged_by_its_identity(op, status):
     v = execute(fused_case(op)).verdict
     assert v.status is status, v.line()
+
+
+def test_the_known_max_min_fold_is_not_claimed_for_another_fuse_reduction_epilogue_bug():
+    """A dense whose loop_partition piece gets the bias folded in (campaign seed 13: the
+    epilogue covers every column, the piece only the first) also goes wrong at
+    fuse_reduction_epilogue on a reduction site — but it is a sum: not the max/min entry."""
+    from fuzzharness.buckets.known_bugs import KnownBugs
+    from fuzzharness.buckets.root_causes import RootCause
+    from fuzzharness.buckets.signatures import Signature
+
+    known = KnownBugs.load()
+
+    def classify(workload, prims, site):
+        sig = Signature("wrong_result", "verify", workload=workload, dtype="float32",
+                        primitives=prims)
+        rc = RootCause("wrong_output", "verify", prims, step="fuse_reduction_epilogue", step_site=site)
+        m = known.classify(sig, "0.27.0", rc)
+        return m.bug.id if m else None
+
+    assert classify("reduce_epilogue", ("fuse_reduction_epilogue",), ("site_reduction",)) == \
+        "fuse-reduction-epilogue-into-max-min"
+    assert classify("dense", ("fuse_reduction_epilogue", "loop_partition"),
+                    ("site_dependence_hidden", "site_nested", "site_reduction")) is None
