@@ -92,9 +92,14 @@ def test_counts_match_the_cases(campaign):
     assert {v: cov[("workload/dtype", v)][0] for v in per_wd} == dict(per_wd)
     judged = sum(1 for s, st, c in rows if c and s == "pass")
     assert sum(cov[k][4] for k in cov if k[0] == "workload") >= judged
+    from fuzzharness.campaign.reach import step_reach
+
+    reach = Counter(r for c in cases for s in c["origin"]["steps"] if s["outcome"] == "accepted"
+                    for r in step_reach(s.get("calls") or [], s.get("site") or []))
+    assert reach and {v: cov[("reach", v)][2] for v in reach} == dict(reach)
     for (axis, value), (drawn, proposed, accepted, compiled, verdict) in cov.items():
         assert verdict <= compiled <= accepted, (axis, value)
-        if axis != "call":  # calls are only counted once applied
+        if axis not in ("call", "reach"):  # calls and their sites are counted once applied
             assert accepted <= proposed <= drawn, (axis, value)
 
 

@@ -41,9 +41,11 @@ def test_fusing_a_bias_into_a_reduction_init_is_judged_by_its_identity(op, statu
 
 
 def test_the_known_max_min_fold_is_not_claimed_for_another_fuse_reduction_epilogue_bug():
-    """A dense whose loop_partition piece gets the bias folded in (campaign seed 13: the
-    epilogue covers every column, the piece only the first) also goes wrong at
-    fuse_reduction_epilogue on a reduction site — but it is a sum: not the max/min entry."""
+    """Two other bugs of the 30-minute campaign (seed 13) also go wrong at
+    fuse_reduction_epilogue on a reduction site of a *sum*: a dense's loop_partition piece
+    gets the bias folded in (the epilogue covers every column, the piece only the first),
+    and an fp16 output cast pushed into an fp32 accumulation.  Neither is the max/min entry
+    (its site is a reduction whose combiner is not +)."""
     from fuzzharness.buckets.known_bugs import KnownBugs
     from fuzzharness.buckets.root_causes import RootCause
     from fuzzharness.buckets.signatures import Signature
@@ -57,7 +59,10 @@ def test_the_known_max_min_fold_is_not_claimed_for_another_fuse_reduction_epilog
         m = known.classify(sig, "0.27.0", rc)
         return m.bug.id if m else None
 
-    assert classify("reduce_epilogue", ("fuse_reduction_epilogue",), ("site_reduction",)) == \
+    fold = ("fuse_reduction_epilogue",)
+    assert classify("reduce_epilogue", fold, ("site_reduction", "site_reduction_not_sum")) == \
         "fuse-reduction-epilogue-into-max-min"
-    assert classify("dense", ("fuse_reduction_epilogue", "loop_partition"),
+    assert classify("dense", fold + ("loop_partition",),
                     ("site_dependence_hidden", "site_nested", "site_reduction")) is None
+    assert classify("dense", fold, ("site_reduction",)) is None  # the fp16 cast
+    assert classify("reduce_epilogue", fold, ("site_reduction",)) is None  # a sum: legal

@@ -68,7 +68,7 @@ def test_classifying_a_site_records_nothing_in_the_trace():
 
 def test_a_step_whose_lookups_are_made_inside_its_call_still_gets_its_site():
     """fuse_reduction_epilogue looks its blocks up inside the call it returns: the site is
-    the max reduction it folds into (site_reduction) — classified in the schedule as it was
+    the max reduction it folds into (site_reduction, not a sum) — classified as it was
     before the step, not left plain."""
     from fuzzharness.generators import draw as draws
     from fuzzharness.generators.schedules import ScheduleOptions, random_schedule
@@ -83,4 +83,25 @@ def test_a_step_whose_lookups_are_made_inside_its_call_still_gets_its_site():
         sites += [tuple(s.site) for s in steps if s.outcome == "accepted"]
         if len(sites) >= 3:
             break
-    assert sites and set(sites) == {("site_reduction",)}, sites
+    assert sites and set(sites) == {("site_reduction", "site_reduction_not_sum")}, sites
+
+
+def test_a_reduction_site_says_whether_its_combiner_is_a_sum():
+    """A sum's block and its reduction loop are ``site_reduction``; a max's are also
+    ``site_reduction_not_sum`` (its identity is not 0: a bias cannot be folded into it,
+    padding with 0 is not neutral); the spatial loop is neither."""
+    from tvm import s_tir
+
+    from fuzzharness.generators.schedules.site_classes import site_classes
+    from fuzzharness.generators.workloads import workloads
+
+    def classes(op):
+        p = {"M": 2, "N": 4, "op": op, "steps": [{"op": "add", "arg": "bias"}], "dtype": "float32"}
+        sch = s_tir.Schedule(workloads["reduce_epilogue"].prim_func(p))
+        block = sch.get_sblock("red")
+        i, j = sch.get_loops(block)
+        return [site_classes(sch, [x]) for x in (block, i, j)]
+
+    assert classes("sum") == [("site_reduction",), (), ("site_reduction",)]
+    not_sum = ("site_reduction", "site_reduction_not_sum")
+    assert classes("max") == classes("min") == [not_sum, (), not_sum]

@@ -160,6 +160,19 @@ def test_a_placement_misled_by_a_hiding_wrapper_is_keyed_by_the_wrapper():
     assert root_cause(case_with("CacheWrite"), crash, "", "cache_write", (), hidden).key != a.key
 
 
+def test_whether_a_reduction_is_a_sum_keys_only_the_steps_that_depend_on_it():
+    """Folding a bias into a max's init and pushing an fp16 cast into a sum's accumulation
+    both go wrong at fuse_reduction_epilogue on a reduction: the combiner keeps them apart.
+    A merge of a softmax's max and one of a layer norm's sum is one bug: no split there."""
+    def rc(step, site):
+        sig = wrong(step)
+        return root_cause(case_with("Merge"), sig, "", step, (), site)
+
+    red, not_sum = ("site_reduction",), ("site_reduction", "site_reduction_not_sum")
+    assert rc("fuse_reduction_epilogue", red).key != rc("fuse_reduction_epilogue", not_sum).key
+    assert rc("merge", red).key == rc("merge", not_sum).key
+
+
 def test_a_record_from_before_step_sites_stays_a_trigger():
     """A version-2 root cause has a step but never read its site: keyed by the step alone it
     would merge different bugs at one primitive, so it stays a trigger."""

@@ -11,6 +11,9 @@ describes each block and loop among the step's inputs in a few route-free classe
 ``site_reduction``          a block with a reduction iterator (an init, an identity to keep),
                             or a loop that a reduction iterator of a block under it is
                             bound to (partitioning it splits the sum, not the outputs);
+``site_reduction_not_sum``  that reduction's combiner is not ``+`` (max, min, an argmax's
+                            select): its identity is not 0, a bias cannot be folded into it,
+                            padding with 0 is not neutral;
 ``site_shares_loop``        the innermost loop around the block (or the loop itself) holds
                             another block: a sibling the primitive must respect;
 ``site_shares_outer_loop``  the outermost loop around the block holds another block;

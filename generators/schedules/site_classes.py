@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-SITE_FACTS = ("site_dependence_hidden", "site_nested", "site_reduction", "site_shares_loop",
-              "site_shares_outer_loop")
+SITE_FACTS = ("site_dependence_hidden", "site_nested", "site_reduction",
+              "site_reduction_not_sum", "site_shares_loop", "site_shares_outer_loop")
 
 
 def site_classes(sch: Any, rvs: Iterable[Any]) -> tuple[str, ...]:
@@ -92,6 +92,8 @@ def _classes(stmt, sref) -> set[str]:
     if isinstance(stmt, s_tir.SBlock):
         if any(int(iv.iter_type) == 2 for iv in stmt.iter_vars):  # 2: CommReduce
             out.add("site_reduction")
+            if not _sums(stmt):
+                out.add("site_reduction_not_sum")
         loops = _loops_above(sref)  # not sch.get_loops: that is traced
         if loops and _blocks_under(loops[-1]) > 1:
             out.add("site_shares_loop")
@@ -100,8 +102,11 @@ def _classes(stmt, sref) -> set[str]:
     else:
         if _blocks_under(stmt) > 1:
             out.add("site_shares_loop")
-        if _binds_a_reduction(stmt):
+        reductions = _reductions_bound_to(stmt)
+        if reductions:
             out.add("site_reduction")
+            if not all(_sums(b) for b in reductions):
+                out.add("site_reduction_not_sum")
     if _inside_a_block(sref):
         out.add("site_nested")
     return out
@@ -129,14 +134,15 @@ def _blocks_under(loop) -> int:
     return len(found)
 
 
-def _binds_a_reduction(loop) -> bool:
-    """Whether a block under ``loop`` binds one of its reduction iterators to an expression
+def _reductions_bound_to(loop) -> list:
+    """The blocks under ``loop`` that bind one of their reduction iterators to an expression
     of the loop's variable."""
     import tvm_ffi
     from tvm import s_tir, tirx
 
     realizes: list = []
     tvm_ffi.structural_walk(loop.body, [(s_tir.SBlockRealize, realizes.append)])
+    out = []
     for realize in realizes:
         for iv, value in zip(realize.block.iter_vars, realize.iter_values, strict=False):
             if int(iv.iter_type) != 2:
@@ -144,8 +150,27 @@ def _binds_a_reduction(loop) -> bool:
             used: list = []
             tvm_ffi.structural_walk(value, [(tirx.Var, used.append)])
             if any(v.same_as(loop.loop_var) for v in used):
-                return True
-    return False
+                out.append(realize.block)
+                break
+    return out
+
+
+def _sums(block) -> bool:
+    """Whether every store of the reduction ``block``'s update adds to what it stores into
+    (``x = x + …``, casts allowed): the combiner whose identity is 0 and that a bias may be
+    folded into; max, min (and an argmax's select) are not."""
+    import tvm_ffi
+    from tvm import tirx
+
+    stores: list = []
+    tvm_ffi.structural_walk(block.body, [(tirx.BufferStore, stores.append)])
+    for store in stores:
+        value = store.value
+        while isinstance(value, tirx.Cast):
+            value = value.value
+        if not isinstance(value, tirx.Add | tirx.Sub):
+            return False
+    return bool(stores)
 
 
 def _inside_a_block(sref) -> bool:
