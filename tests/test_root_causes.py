@@ -520,3 +520,23 @@ def test_root_causes_of_one_known_bug_are_one_distinct_bug():
 
     d = distinct_bugs(grouped)
     assert (d["count"], d["root_causes"], d["verified_repros"]) == (2, 3, 3)
+
+
+def test_an_entry_with_bind_allows_the_loop_steps_that_make_the_thread_loop():
+    """A minimized OpenCL case cannot drop the fuse/split/reorder around its bind: the
+    dlight-epilogue entry (bind, reverse_compute_inline, transform_block_layout) knows its
+    bug with them; another extra step (a cache_write) or a trigger without reverse_compute_inline
+    is not that bug."""
+    known = KnownBugs.load()
+
+    def classify(*prims):
+        sig = wrong(*prims, workload="dense")
+        rc = RootCause("wrong_output", "verify", prims)
+        m = known.classify(sig, "0.27.0", rc)
+        return m.bug.id if m else None
+
+    base = ("bind", "reverse_compute_inline", "transform_block_layout")
+    assert classify(*base) == "dlight-epilogue-inlined-into-unit-reduction"
+    assert classify(*base, "fuse", "split", "reorder") == "dlight-epilogue-inlined-into-unit-reduction"
+    assert classify(*base, "fuse", "split", "cache_write") is None
+    assert classify("bind", "fuse", "split", "transform_block_layout") is None

@@ -22,7 +22,9 @@ How sure a match is (:meth:`KnownBugs.classify`):
   (``[bug.trigger] primitives``, else ``[bug.match] primitives``), or, when the root cause
   has a mechanism fact the entry's ``facts`` name, that mechanism whatever the primitives;
   an entry that names IR-shape ``facts`` (all present) needs its primitives among the
-  trigger's, the rest of the trigger only copy-block steps (:data:`SIBLING_MAKERS`);
+  trigger's, the rest of the trigger only copy-block steps (:data:`SIBLING_MAKERS`); an
+  entry whose primitives include ``bind`` also allows the loop steps that make the thread
+  loop (:data:`BIND_SCAFFOLD`: fuse, split, reorder — a GPU case cannot drop them);
   the same culprit pass when the entry names one and the root cause has a confirmed one;
   the same options when it lists them, the same symptom *class* (so a ``wrong_result``
   entry also covers its ``nan_inf`` twin) — otherwise it is *new*.  An entry whose trigger
@@ -67,6 +69,9 @@ _TRIGGER_KEYS = {"primitives", "culprit", "options", "step_site"}
 #: primitives that only add a copy block next to the program's blocks
 #: (a cache of an *input*: a cache of the output moves where results go, its own bugs)
 SIBLING_MAKERS = frozenset({"cache_read", "reindex_cache_read"})
+#: loop steps a GPU kernel needs around its ``bind`` (the thread loop is made by them): a
+#: minimized GPU case cannot drop them, so an entry whose trigger has ``bind`` allows them
+BIND_SCAFFOLD = frozenset({"fuse", "split", "reorder"})
 WRONG_ANSWERS = frozenset({"wrong_result", "nan_inf"})
 
 
@@ -188,7 +193,9 @@ class KnownBug:
             if not mine <= theirs or not theirs - mine <= SIBLING_MAKERS:
                 return False
         elif mine != set(rc.primitives) and (
-                "primitives" in m or sig.primitives):
+                "primitives" in m or sig.primitives) and not (
+                "bind" in mine and mine <= set(rc.primitives)
+                and set(rc.primitives) - mine <= BIND_SCAFFOLD):
             return False
         if trigger.get("culprit") and rc.culprit and trigger["culprit"] != rc.culprit:
             return False  # an unconfirmed culprit (none recorded) refutes nothing
