@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 import tests.plugins.schedule_workloads  # noqa: F401  (registers the multi-block workloads)
+from fuzzharness.campaign.reach import schedule_methods
 from fuzzharness.core.tvm_support import (
     is_schedule_error,
     replay_trace,
@@ -25,15 +26,6 @@ from fuzzharness.generators.workloads import GenOptions, workloads
 WORKLOADS = ("matmul", "row_sum", "test_dense_bias_relu", "test_pad_window_sum")
 #: methods called while proposing but not recorded in traces (reached when their user is)
 UNTRACED = {"can_decompose_padding": "decompose_padding"}
-
-
-def schedule_methods() -> list[str]:
-    """Every public method of tvm.s_tir.Schedule, read from the class."""
-    from tvm import s_tir
-
-    return sorted(n for n in dir(s_tir.Schedule) if not n.startswith("_")
-                  and callable(getattr(s_tir.Schedule, n))
-                  and not isinstance(getattr(s_tir.Schedule, n), type))
 
 
 def generated_methods() -> set[str]:
