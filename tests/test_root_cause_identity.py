@@ -240,6 +240,18 @@ def test_a_graph_that_reaches_a_schedule_bug_shares_the_kernels_root_cause():
     assert len({reindex.key, hidden.key, rc["seed11/76fff1f654668916"].key}) == 3
 
 
+def _bench():
+    import importlib.util
+
+    from tests.conftest import ROOT
+
+    spec = importlib.util.spec_from_file_location("dedup_precision", ROOT / "benchmarks" / "dedup_precision.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    records = {r["id"]: r for r in json.loads((ROOT / "benchmarks/dedup/cases.json").read_text())}
+    return bench, records
+
+
 #: a slice of the labelled benchmark (benchmarks/dedup/): pairs of one bug by two routes, and
 #: different bugs that share a primitive (pad_einsum, blockize+cache_write) or the pass the
 #: probe names (PlanAndUpdateBufferAllocationLocation: the alloc bug and read_at's region)
@@ -253,14 +265,9 @@ SLICE = ["seed7/8160bbbd0643abb9", "seed7/8720da6566d450cd",  # alloc: compute_a
 
 @pytest.mark.slow
 def test_a_labelled_slice_keeps_different_bugs_apart_and_routes_together():
-    import importlib.util
-
     from tests.conftest import ROOT
 
-    spec = importlib.util.spec_from_file_location("dedup_precision", ROOT / "benchmarks" / "dedup_precision.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    records = {r["id"]: r for r in json.loads((ROOT / "benchmarks/dedup/cases.json").read_text())}
+    bench, records = _bench()
     labels = json.loads((ROOT / "benchmarks/dedup/labels.json").read_text())["labels"]
     now = bench.rekey([records[i] for i in SLICE], 2)
     bug = {i: f"known:{now[i]['known']}" if now[i]["known"] else now[i]["rc"].key for i in SLICE}
@@ -272,6 +279,70 @@ def test_a_labelled_slice_keeps_different_bugs_apart_and_routes_together():
     assert now["seed7/8160bbbd0643abb9"]["rc"].evidence == "ir_shape"
     assert now["seed7/962fdc44be6d82cb"]["known"] == "loop-partition-reduction-init"
     assert now["seed7/33fd161d8b1cfe7f"]["known"] == "cache-write-of-blockized-reduction-loses-init"
+
+
+@pytest.mark.slow
+def test_both_reindex_cache_copies_are_one_step_and_cache_write_another():
+    """reindex_cache_write and reindex_cache_read make their copy with one TVM function
+    (MakeReindexCacheStage): a copy that drops a split's predicate and stores out of bounds is
+    one root cause whichever side made it.  A cache_write copy over a partitioned split that
+    crashes the same way is another bug and stays apart."""
+    bench, records = _bench()
+    ids = ["seed7/cb397ccec87e71c4", "seed7/cbd51bceb381485f", "seed7/63f86d5930dbcfc7"]
+    now = bench.rekey([records[i] for i in ids], 2)
+    write, read = now["seed7/cb397ccec87e71c4"]["rc"], now["seed7/cbd51bceb381485f"]["rc"]
+    assert (write.step, read.step) == ("reindex_cache_write", "reindex_cache_read"), (write, read)
+    assert write.symptom == read.symptom == "crash/memory"
+    assert write.key == read.key
+    other = now["seed7/63f86d5930dbcfc7"]["rc"]
+    assert (other.step, other.symptom) == ("cache_write", "crash/memory"), other
+    assert other.key != write.key
+
+
+@pytest.mark.slow
+def test_a_memory_crash_first_seen_as_garbage_is_the_step_that_made_the_garbage():
+    """read_at of a padding block copies an unclamped region: after read_at the output is
+    nan, after the cache_index that follows the kernel segfaults — the known read_at bug,
+    recognized by its step.  A merge that computes garbage (another bug) before a pad_einsum
+    whose stores crash is not blamed: the pad_einsum's own prefix crashes."""
+    bench, records = _bench()
+    read_at, pad = "seed11/6236bdd3c0b879a6", "seed11/26c22a5e6ff1a76b"
+    now = bench.rekey([records[read_at], records[pad]], 2)
+    assert now[read_at]["rc"].symptom == now[pad]["rc"].symptom == "crash/memory"
+    assert now[read_at]["rc"].step == "read_at", now[read_at]["rc"]
+    assert now[read_at]["known"] == "read-at-padding-block-unclamped-region"
+    assert now[pad]["rc"].step == "pad_einsum", now[pad]["rc"]
+    assert now[pad]["known"] == "pad-einsum-enlarges-shared-loop"
+
+
+@pytest.mark.slow
+def test_a_graph_with_two_scheduled_functions_is_probed_in_the_one_that_fails_alone():
+    """A softmax + subtract graph whose minimized schedule kept a bystander vectorize of the
+    subtract: the softmax schedule alone gives the same nan, so its trace is probed — a
+    cache_read misled by a loop_partition wrapper, the known bug.  Asked about a failure
+    neither function shows alone (a memory crash), the probe names no function and no step."""
+    import dataclasses
+
+    from fuzzharness.buckets.signatures import signature
+    from fuzzharness.core.case import Case
+    from fuzzharness.engine.pool import WorkerPool
+    from fuzzharness.minimize import step_bisect
+
+    bench, records = _bench()
+    rid = "seed11/f5f6428f4f61edfc"
+    now = bench.rekey([records[rid]], 2)
+    assert now[rid]["rc"].evidence == "step_site", now[rid]["rc"]
+    assert now[rid]["rc"].step == "cache_read"
+    assert now[rid]["known"] == "loop-partition-empty-regions-compute-at"
+    d = {k: v for k, v in records[rid]["case"].items() if k != "id"}
+    case = Case.from_dict(d)
+    assert len(step_bisect.one_function_cases(case)) == 2
+    with WorkerPool(1, timeout=60) as pool:
+        sig = signature(d, next(iter(pool.run([{"task": 0, "case": d}]))).verdict)
+    assert step_bisect.the_failing_function(case, sig) is not None
+    crash = dataclasses.replace(sig, symptom="crash", stage="run", kind="SIGSEGV")
+    assert step_bisect.the_failing_function(case, crash) is None
+    assert step_bisect.culprit_step(case, crash) == ("", (), ())
 
 
 @pytest.mark.slow

@@ -76,12 +76,18 @@ MEMORY_KINDS = ("SIGSEGV", "SIGBUS", "SIGABRT", "heap_damage", "out_of_bounds")
 KERNEL_STAGES = ("run", "verify", "baseline")
 #: the version of the root-cause identity (1: primitive sequence and culprit in the key;
 #: 2: evidence types, no culprit; 3: step_site evidence, graphs keyed without operators;
-#: 4: a placement step on a site whose dependence a wrapper hides is keyed by the wrapper)
-VERSION = 4
+#: 4: a placement step on a site whose dependence a wrapper hides is keyed by the wrapper;
+#: 5: the variants of a primitive TVM builds with one function are keyed as one step)
+VERSION = 5
 #: primitives that place a block (a copy, a moved producer or consumer) where the
 #: dependences read from the blocks' *declared* regions allow
 PLACEMENT_STEPS = frozenset({"cache_read", "cache_write", "reindex", "reindex_cache_read",
                              "reindex_cache_write", "compute_at", "reverse_compute_at"})
+#: variants of one primitive that TVM builds with one function: keyed as one step
+#: (``MakeReindexCacheStage<is_cache_read>`` in cache_read_write.cc makes both copy stages,
+#: so a copy dropping a predicate is one bug whichever side asked for it — dedup_precision:
+#: 1.29 → 1.25 root causes per bug on the tuning seed, no false merge)
+STEP_FAMILY = {"reindex_cache_read": "reindex_cache", "reindex_cache_write": "reindex_cache"}
 #: the step a root cause is keyed by when a wrapper hid the dependence a placement step needed
 HIDDEN_DEPENDENCE_STEP = "placement_after_hiding_wrapper"
 #: the site classes kept for it: where the wrapper is, not what the placed block looks like
@@ -223,12 +229,14 @@ class RootCause:
     def keyed_step(self) -> tuple[str, tuple[str, ...]]:
         """The step and site classes a ``step_site`` root cause is keyed by (see the module
         docstring: a placement step misled by a wrapper that hides a dependence is keyed by
-        the wrapper; whether a reduction is a sum counts only for :data:`COMBINER_STEPS`)."""
+        the wrapper; a :data:`STEP_FAMILY` variant by its family; whether a reduction is a sum
+        counts only for :data:`COMBINER_STEPS`)."""
         if "site_dependence_hidden" in self.step_site and self.step in PLACEMENT_STEPS:
             return HIDDEN_DEPENDENCE_STEP, tuple(f for f in self.step_site if f in _HIDING_SITE)
+        step = STEP_FAMILY.get(self.step, self.step)
         if self.step not in COMBINER_STEPS:
-            return self.step, tuple(f for f in self.step_site if f != "site_reduction_not_sum")
-        return self.step, self.step_site
+            return step, tuple(f for f in self.step_site if f != "site_reduction_not_sum")
+        return step, self.step_site
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

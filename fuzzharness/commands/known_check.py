@@ -104,11 +104,11 @@ def _root_cause(case: dict[str, Any], sig):
     culprit schedule step of a schedule-level failure (minimize/step_bisect.py)."""
     from fuzzharness.buckets.root_causes import root_cause
     from fuzzharness.core.case import Case
-    from fuzzharness.minimize.step_bisect import probed_trace
+    from fuzzharness.minimize.step_bisect import probeable
 
     case = {k: v for k, v in case.items() if k != "id"}
     step, facts, site = "", (), ()
-    if not sig.has_text and probed_trace(Case.from_dict(case)) is not None:
+    if not sig.has_text and probeable(Case.from_dict(case)):
         from fuzzharness.minimize.step_bisect import culprit_step
 
         try:

@@ -11,8 +11,10 @@ a split before a reindex); the culprit step is where TVM went wrong.
 ``prefixes`` builds the candidate cases, :func:`culprit_step` runs them in a worker process
 (a prefix can crash TVM) and ``first_failing`` reads the verdicts.  The probed trace
 (:func:`probed_trace`) is a TIR case's own, or a graph's when one fused function carries a
-schedule (the graph is otherwise unchanged; with several scheduled functions, which one
-holds the culprit would need a probe of each, and none is named).  The step is evidence for
+schedule (the graph is otherwise unchanged).  With several scheduled functions the probe
+first runs the graph with each one's schedule alone (:func:`one_function_cases`): when
+exactly one of them fails the same way, its trace is probed (a softmax's loop_partition bug
+kept a bystander subtract's vectorize); otherwise none is named.  The step is evidence for
 recognizing a *known* bug reached by a longer route (a known bug whose trigger is one
 primitive, :meth:`fuzzharness.buckets.known_bugs.KnownBug.matches_minimized`), and with the
 *site* it acted on (:mod:`fuzzharness.minimize.step_site`) it keys a root cause: the step
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fuzzharness.buckets.root_causes import MEMORY_CRASH, symptom_class
+from fuzzharness.buckets.root_causes import MEMORY_CRASH, WRONG_OUTPUT, symptom_class
 from fuzzharness.buckets.signatures import Signature, signature
 from fuzzharness.core.case import Case
 from fuzzharness.core.kinds import kind_name
@@ -45,6 +47,23 @@ def probed_trace(case: Case) -> tuple[str, object] | None:
         return None
     (name, entry), = functions.items()
     return (name, entry.get("trace")) if entry.get("trace") else None
+
+
+def one_function_cases(case: Case) -> list[Case]:
+    """A graph whose schedule spans several functions, once per scheduled function with only
+    that function's schedule kept; [] for a TIR case or a graph with fewer than two."""
+    if kind_name(case.to_dict()) == "tir":
+        return []
+    functions = (case.schedule or {}).get("functions") or {}
+    names = [n for n, e in functions.items() if primitive_sequence(e.get("trace") or [])]
+    if len(names) < 2:
+        return []
+    return [case.replace(schedule=dict(case.schedule, functions={n: functions[n]})) for n in names]
+
+
+def probeable(case: Case) -> bool:
+    """Whether :func:`culprit_step` has a trace to probe (or functions to pick one from)."""
+    return probed_trace(case) is not None or bool(one_function_cases(case))
 
 
 def with_trace(case: Case, name: str, trace: object) -> Case:
@@ -110,12 +129,20 @@ def first_failing(target: Signature, candidates: Sequence[tuple[str, Case]],
     the shape a bug leaves (a cache_write of one partition makes the inits write two
     buffers).
 
+    For a memory crash that no prefix shows, while the prefix before the last step computes
+    garbage on the case's inputs, the first step after which the output was garbage is the
+    culprit: a kernel reading out of bounds shows garbage until a later step moves the access
+    onto memory that faults (read_at's unclamped copy: nan, then SIGSEGV once cache_index
+    follows).  Only then — a garbage prefix the whole case goes on to crash *differently*
+    from may be another bug (a merge's wrong output before a pad_einsum's stores).
+
     A step is the culprit only when the prefix before it (on the same inputs) *passed*:
     when that prefix could not run — an OpenCL kernel before its ``bind`` does not compile —
     the step is only the first one after which the program runs at all, which names no
     bug: ("", (), None)."""
     want = symptom_class(target)
     passed: dict[str, bool] = {}  # inputs → did the last prefix run on them pass
+    garbage = None  # for a memory crash: the first step after which the output was garbage
     for (step, case), v in zip(candidates, verdicts, strict=True):
         key = _inputs_key(case)
         before = passed.get(key, True)  # the first step: the unscheduled program before it
@@ -124,9 +151,14 @@ def first_failing(target: Signature, candidates: Sequence[tuple[str, Case]],
             if sig is not None and symptom_class(sig) == want and (
                     sig.stage == target.stage or want == MEMORY_CRASH):
                 return (step, tuple(sig.facts), case) if before and step else ("", (), None)
+            if sig is not None and garbage is None and before and step \
+                    and want == MEMORY_CRASH and symptom_class(sig) == WRONG_OUTPUT:
+                garbage = (step, tuple(sig.facts), case)
         passed[key] = v is not None and v.status is Status.PASS
     if candidates and not passed.get(_inputs_key(candidates[0][1]), True):
-        return "", (), None  # the prefix before the last step did not run on the case's inputs
+        # the prefix before the last step failed on the case's inputs: a memory fault that
+        # showed as garbage first is that step's; otherwise it did not run, and names nothing
+        return garbage or ("", (), None)
     return whole, tuple(target.facts), None
 
 
@@ -143,6 +175,9 @@ def culprit_step(case: Case, target: Signature, *, timeout: float = 20.0
     from fuzzharness.engine.pool import WorkerPool
 
     probed = probed_trace(case)
+    if probed is None and one_function_cases(case):
+        alone = the_failing_function(case, target, timeout=timeout)
+        return culprit_step(alone, target, timeout=timeout) if alone else ("", (), ())
     prims = primitive_sequence(probed[1]) if probed else []
     if not prims:
         return "", (), ()
@@ -154,3 +189,20 @@ def culprit_step(case: Case, target: Signature, *, timeout: float = 20.0
                 verdicts[res.task["task"]] = res.verdict
     step, facts, prefix = first_failing(target, cands, verdicts, prims[-1])
     return step, facts, site_facts(prefix or case) if step else ()
+
+
+def the_failing_function(case: Case, target: Signature, *, timeout: float = 20.0) -> Case | None:
+    """The graph with one function's schedule alone that fails like ``target`` (symptom class
+    and stage; any kernel stage for a memory crash), when exactly one does; else None."""
+    from fuzzharness.engine.pool import WorkerPool
+
+    cands = one_function_cases(case)
+    want, failing = symptom_class(target), []
+    with WorkerPool(1, timeout=timeout) as pool:
+        for res in pool.run([{"task": i, "case": c.to_dict()} for i, c in enumerate(cands)]):
+            v, c = res.verdict, cands[res.task["task"]]
+            sig = signature(c.to_dict(), v) if v is not None and v.is_finding else None
+            if sig is not None and symptom_class(sig) == want and (
+                    sig.stage == target.stage or want == MEMORY_CRASH):
+                failing.append(c)
+    return failing[0] if len(failing) == 1 else None

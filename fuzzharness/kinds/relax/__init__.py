@@ -56,14 +56,15 @@ class RelaxKind(CaseKind):
         return script.write_script(case, verdict, **kwargs)
 
     def bisect_passes(self, case: Case, verdict: Verdict, pattern: str | None, workdir):
-        """Only the culprit schedule step (a schedule-level failure of a graph whose one
-        fused function carries a schedule); None when there is nothing to probe."""
+        """Only the culprit schedule step (a schedule-level failure of a graph: its one
+        scheduled function's, or the one that fails alone's); None when there is nothing to
+        probe."""
         import time
 
         from fuzzharness.buckets.signatures import signature
 
         sig = signature(case.to_dict(), verdict)
-        if sig is None or sig.has_text or step_bisect.probed_trace(case) is None:
+        if sig is None or sig.has_text or not step_bisect.probeable(case):
             return None
         started = time.monotonic()
         try:
