@@ -49,6 +49,28 @@ def test_a_step_counts_under_its_first_call_and_unbuilt_classes_are_listed():
     assert len(missing) == len(reach.reach_classes()) - 2
 
 
+def test_every_recorded_reason_names_a_class_of_the_map_and_status_prints_it():
+    """A reason for a class the map does not list (a renamed method or site class) is stale;
+    ``status --coverage`` prints a never-built class with its reason, and says so where none
+    is recorded."""
+    from fuzzharness.campaign.status import _never_built
+    from fuzzharness.generators.schedules import reach_reasons
+    from fuzzharness.generators.schedules.site_classes import SITE_FACTS
+
+    classes = set(reach.reach_classes())
+    assert set(reach_reasons.REASONS) <= classes, set(reach_reasons.REASONS) - classes
+    assert set(reach_reasons.CLASS_REASONS) == {reach.PLAIN, *SITE_FACTS}
+    assert reach_reasons.reason("compute_inline @ site_reduction").startswith("TVM refuses")
+    unlisted = next(c for c in reach.reach_classes() if c not in reach_reasons.REASONS)
+    assert reach_reasons.reason(unlisted) == reach_reasons.CLASS_REASONS[unlisted.split(" @ ")[1]]
+    rows = [("reach", c, "", "", 1, 1, 1) for c in reach.reach_classes()
+            if c not in ("compute_inline @ site_reduction", "rfactor @ plain")]
+    text = "\n".join(_never_built(rows))
+    assert "never built: 2 of" in text and "1 a generator gap" in text
+    assert reach_reasons.REASONS["compute_inline @ site_reduction"] in text
+    assert reach_reasons.REASONS["rfactor @ plain"] in text
+
+
 def test_classifying_a_site_records_nothing_in_the_trace():
     """The generator classifies every accepted step's site: a traced lookup (sch.get_loops)
     would change the case's trace, and with it every case after the first step."""

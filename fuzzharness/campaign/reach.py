@@ -162,6 +162,16 @@ def render() -> str:
             how = "drawn (a sampler or a query: no site of its own)"
         mine = [c.split(" @ ")[1] for c in classes if c.startswith(f"{m} @ ")]
         lines.append(f"| `{m}` | {how} | {', '.join(mine)} |")
+    from fuzzharness.generators.schedules.reach_reasons import CLASS_REASONS, REASONS
+
+    lines += ["", "## Why a class is rare", "",
+              "What makes a site of each class (`generators/schedules/reach_reasons.py`):", "",
+              "| site class | what makes one |", "| --- | --- |"]
+    lines += [f"| `{c}` | {r} |" for c, r in CLASS_REASONS.items()]
+    lines += ["", "Classes default campaigns left unbuilt, and why (*GAP:* a generator "
+              "restriction TVM would not impose; `status --coverage` prints these beside "
+              "a campaign's unbuilt classes):", "", "| reach class | why |", "| --- | --- |"]
+    lines += [f"| `{c}` | {REASONS[c]} |" for c in classes if c in REASONS]
     lines += ["", "## Lowering passes (llvm pipeline, in order)", "",
               "Every llvm case runs each of them; the feature census (`status --coverage`, "
               "axis `census`) says which program features they met.", ""]

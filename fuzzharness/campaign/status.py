@@ -208,15 +208,21 @@ def format_status(st: dict[str, Any], *, top: int = 10, coverage_table: bool = F
 
 
 def _never_built(rows: list[tuple]) -> list[str]:
-    """The reach classes (docs/reach-map.md) no accepted step built, one line per method."""
+    """The reach classes (docs/reach-map.md) no accepted step built, one line per method,
+    each class under it with why it is rare (``reach_reasons``; "GAP:" marks a generator
+    restriction TVM would not impose)."""
     from fuzzharness.campaign.reach import never_built, reach_classes
+    from fuzzharness.generators.schedules.reach_reasons import reason
 
     missing = never_built(rows)
     by_method: dict[str, list[str]] = {}
     for c in missing:
-        method, cls = c.split(" @ ")
-        by_method.setdefault(method, []).append(cls.removeprefix("site_"))
+        by_method.setdefault(c.split(" @ ")[0], []).append(c)
+    gaps = sum(reason(c).startswith("GAP:") for c in missing)
     out = [f"reach classes never built: {len(missing)} of {len(reach_classes())}"
-           " (method @ site class; docs/reach-map.md)"]
-    out += [f"  {m:<28} {', '.join(c)}" for m, c in sorted(by_method.items())]
+           f" ({gaps} a generator gap; method @ site class: why; docs/reach-map.md)"]
+    for m, classes in sorted(by_method.items()):
+        out.append(f"  {m}")
+        out += [f"    {c.split(' @ ')[1].removeprefix('site_'):<20} "
+                f"{reason(c) or 'no reason recorded'}" for c in classes]
     return out
