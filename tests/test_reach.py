@@ -35,6 +35,11 @@ def test_a_step_counts_under_its_first_call_and_unbuilt_classes_are_listed():
     assert reach.step_reach(["sample_compute_location", "compute_at"], ["site_reduction"]) == [
         "compute_at @ site_reduction"]
     assert reach.step_reach(["cache_write", "reverse_compute_at"], []) == ["cache_write @ plain"]
+    # a primitive that makes its own call after set-up calls counts under that call
+    assert reach.step_reach(["split", "compute_at", "rolling_buffer"], [], "rolling_buffer") == [
+        "rolling_buffer @ plain"]
+    assert reach.step_reach(["cache_write", "reverse_compute_at"], [], "cache") == [
+        "cache_write @ plain"]
     case = {"workload": {"name": "row_sum"}, "schedule": {"source": "random"}, "origin": {
         "dtype": "float32", "steps": [
             {"primitive": "cache", "outcome": "accepted", "calls": ["cache_write"],

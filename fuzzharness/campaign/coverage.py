@@ -105,7 +105,8 @@ def compute(rows: Iterable[tuple]) -> list[Row]:
                 for call in step.get("calls") or []:
                     add("call", call, 0, 0, 1, 0, 0)
                     used.add(("call", call))
-                for value in step_reach(step.get("calls") or [], step.get("site") or []):
+                for value in step_reach(step.get("calls") or [], step.get("site") or [],
+                                        step.get("primitive")):
                     add("reach", value, 0, 0, 1, 0, 0)
                     used.add(("reach", value))
         for axis, value in used:

@@ -95,10 +95,15 @@ def reach_classes() -> list[str]:
     return out
 
 
-def step_reach(calls: Iterable[str], site: Iterable[str]) -> list[str]:
-    """The reach classes of one accepted step: its first call that is not a sampler, at
-    each class of its site (``plain`` when it has none)."""
-    first = next((c for c in calls if not c.startswith("sample_")), None)
+def step_reach(calls: Iterable[str], site: Iterable[str], primitive: str | None = None
+               ) -> list[str]:
+    """The reach classes of one accepted step: the call its primitive is named after when it
+    made one (the vectorize idiom splits first, rolling_buffer splits and compute_at's first:
+    counted under their first call, they were never counted at all), else its first call
+    that is not a sampler — at each class of its site (``plain`` when it has none)."""
+    calls = list(calls)
+    first = primitive if primitive in calls else next(
+        (c for c in calls if not c.startswith("sample_")), None)
     if first is None:
         return []
     return [f"{first} @ {c}" for c in (sorted(site) or [PLAIN])]
