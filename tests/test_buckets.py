@@ -342,3 +342,33 @@ def test_progress_line_shows_rate_failures_buckets_and_time_left():
     line = p.line({"pass": 20, "wrong_result": 3, "crash": 2}, restarts=1, buckets=3, new=1)
     assert "25 cases" in line and "2.5/s" in line and "5 failures" in line
     assert "3 buckets (1 new)" in line and "50s left" in line and "1 restarts" in line
+
+
+def test_the_stage_count_check_is_one_known_bug_whatever_the_body_and_another_check_is_not():
+    """InjectSoftwarePipeline's stage-count check fails for bodies of any length (an
+    annotation a later cache_read, a loop_partition or lowering's flattening of a unit-extent
+    block made stale — campaign seed 13: four error texts, one known bug); its check of a
+    double_buffer_scope index is another bug."""
+    from fuzzharness.buckets.signatures import Signature
+
+    site = ("s_tir/transform/inject_software_pipeline.cc:"
+            "tvm::s_tir::software_pipeline::PipelineInjector::Mutate_")
+    check = ('InternalError: Check failed: pipeline_stages.size() == original_order.size() '
+             '(N vs. N) : PrimFunc "ID" has original order ({}), but pipeline annotation is '
+             '(N, N) with different size')
+    known = KnownBugs.load()
+
+    def bug(detail):
+        sig = Signature.from_dict({"symptom": "compile_error", "stage": "lower", "detail": detail,
+                                   "site": site, "kind": "", "workload": "argmax",
+                                   "dtype": "float32", "primitives": ["software_pipeline"],
+                                   "facts": []})
+        m = known.classify(sig, "0.27.0")
+        return m.bug.id if m is not None else None
+
+    for order in ('"", "ID", "", "ID"', '"ID", "", "", "", ""', '"", "", "", ""'):
+        assert bug(check.format(order)) == "software-pipeline-stage-count-after-cache-read", order
+    assert bug(check.format('"", "ID", "ID", "", ""')[:200]) is not None  # cut short
+    assert bug("ValueError: Check failed: (buffer_index >= N && static_cast<size_t>(buffer_index) "
+               "< op->writes.size()) is false: Index of the buffer exceeds the size of the write "
+               "regions of the block. (N vs. N)") is None

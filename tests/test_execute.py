@@ -88,6 +88,34 @@ def test_rejected_trace_is_schedule_rejected_not_a_finding():
     assert not v.is_finding
 
 
+def test_a_pipeline_annotation_that_did_not_fit_when_written_is_our_request_not_a_finding():
+    """A minimizer that drops the cache_read + compute_at a software pipeline was built on
+    leaves a 2-stage annotation over a one-block loop: TVM's refusal of it is our own invalid
+    request (``schedule_rejected``), not a bug (campaign seed 13's minimized reduce_epilogue
+    repro, a "false" InjectSoftwarePipeline bug).  An annotation that fit when written and a
+    later step made stale stays TVM's bug: the known witness still fails to compile."""
+    import json
+
+    from tests.conftest import ROOT
+
+    stale_when_written = [[["GetSBlock", [], ["mul_1", "main"], ["b0"]],
+                           ["GetLoops", ["b0"], [], ["l1"]],
+                           ["Annotate", ["l1", [0, 1]], ["software_pipeline_stage"], []],
+                           ["Annotate", ["l1", [0, 1]], ["software_pipeline_order"], []]], []]
+    params = {"M": 1, "N": 1, "dtype": "float32", "op": "min",
+              "steps": [{"arg": "bias", "op": "add"}, {"arg": "scale", "op": "mul"}]}
+    v = execute(case("reduce_epilogue", params, distribution="ones", trace=stale_when_written,
+                     oracle="exact")).verdict
+    assert v.status is Status.SCHEDULE_REJECTED and not v.is_finding, v.line()
+    assert v.details["rejection_kind"] == "pipeline_annotation_mismatch"
+    witness = json.loads((ROOT / "fuzzharness/known_witnesses/"
+                          "software-pipeline-stage-count-after-cache-read.json").read_text())
+    witness = {k: x for k, x in witness.items() if k not in ("id", "root_cause")}
+    v = execute(Case.from_dict(witness)).verdict
+    assert v.status is Status.COMPILE_ERROR and v.stage is Stage.LOWER, v.line()
+    assert "pipeline_stages.size() == original_order.size()" in v.message
+
+
 def test_harness_bug_is_a_harness_error():
     v = execute(case("matmul", dict(MATMUL, dtype="float32"), distribution="no_such_dist")).verdict
     assert v.status is Status.HARNESS_ERROR and v.stage is Stage.GENERATE

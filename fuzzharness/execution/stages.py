@@ -181,7 +181,10 @@ class Execution:
         tvm_raised = tvm_raised or getattr(e, "blame_tvm", False)  # e.g. nvcc refusing TVM's code
         if tvm_raised and (site := throw_site(e)):
             details["site"] = site
-        if stage in (Stage.GENERATE, Stage.VERIFY) or not tvm_raised:
+        if isinstance(e, rejections.InvalidRequest):  # our own invalid request, not TVM's
+            status = Status.SCHEDULE_REJECTED
+            details["rejection_kind"], details["rejection"] = e.rejection
+        elif stage in (Stage.GENERATE, Stage.VERIFY) or not tvm_raised:
             details["traceback"] = traceback.format_exc(limit=-8)
             status = Status.HARNESS_ERROR
         elif stage is Stage.SCHEDULE and is_schedule_error(e):

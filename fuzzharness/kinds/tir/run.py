@@ -31,7 +31,7 @@ from fuzzharness.backends.rpc import backend_for
 from fuzzharness.core.case import canonical_json
 from fuzzharness.core.tvm_support import replay_trace, structural_equal
 from fuzzharness.core.verdict import Stage
-from fuzzharness.execution import relayout, second_run
+from fuzzharness.execution import rejections, relayout, second_run
 from fuzzharness.execution.census import census
 from fuzzharness.execution.facts import schedule_facts
 from fuzzharness.execution.stages import CaseRun, Execution
@@ -62,6 +62,7 @@ def run_case(execution: Execution, result: CaseRun) -> None:
     with stage(Stage.SCHEDULE):
         sch = replay_trace(kernel_func, case.trace)
         result.scheduled = sch.mod
+        rejections.check_request(kernel_func, case.trace)  # an edited trace may ask for it
         layouts = relayout.param_layouts(kernel_func, case.trace)
     with stage(Stage.LOWER):
         lowered = backend.lower(sch.mod, case.target, case.pass_config)
