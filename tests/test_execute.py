@@ -116,6 +116,25 @@ def test_a_pipeline_annotation_that_did_not_fit_when_written_is_our_request_not_
     assert "pipeline_stages.size() == original_order.size()" in v.message
 
 
+def test_a_graph_function_whose_pipeline_annotation_did_not_fit_is_our_request_too():
+    """The same check on a graph's scheduled function (a labelled layer_norm graph whose
+    merge bug computes nan): with a 2-stage annotation written over a one-statement loop
+    instead, the case is ``schedule_rejected``; as labelled, it is still the finding."""
+    import json
+
+    from tests.conftest import ROOT
+
+    records = {r["id"]: r for r in json.loads((ROOT / "benchmarks/dedup/cases.json").read_text())}
+    d = {k: v for k, v in records["seed7/5a28e0a25ccfe2d6"]["case"].items() if k != "id"}
+    assert execute(Case.from_dict(d)).verdict.is_finding
+    entry = d["schedule"]["functions"]["layer_norm"]
+    insts = entry["trace"][0][:2] + [["Annotate", ["l2", [0, 1]], ["software_pipeline_stage"], []]]
+    d["schedule"]["functions"]["layer_norm"] = dict(entry, trace=[insts, []])
+    v = execute(Case.from_dict(d)).verdict
+    assert v.status is Status.SCHEDULE_REJECTED, v.line()
+    assert v.details["rejection_kind"] == "pipeline_annotation_mismatch"
+
+
 def test_harness_bug_is_a_harness_error():
     v = execute(case("matmul", dict(MATMUL, dtype="float32"), distribution="no_such_dist")).verdict
     assert v.status is Status.HARNESS_ERROR and v.stage is Stage.GENERATE

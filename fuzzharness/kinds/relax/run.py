@@ -60,6 +60,7 @@ from fuzzharness.core.relax_pipeline import (
     runs_on_vm,
 )
 from fuzzharness.core.verdict import Stage
+from fuzzharness.execution import rejections
 from fuzzharness.execution.census import census
 from fuzzharness.execution.facts import schedule_facts
 from fuzzharness.execution.stages import CaseRun, Execution
@@ -180,6 +181,9 @@ def run_graph(execution: Execution, result: CaseRun) -> None:
         # a StaleTrace is the case's fault, not TVM's: a harness_error
         scheduled = apply_schedules(legalized, schedule, target)
         result.scheduled = scheduled
+        funcs = prim_functions(legalized)
+        for name, entry in sorted((schedule.get("functions") or {}).items()):
+            rejections.check_request(funcs[name], entry.get("trace"))  # an edited trace's
     if vm:
         with stage(Stage.CODEGEN):
             executable = build(scheduled, target, case.pass_config)
