@@ -50,19 +50,3 @@ def run_cli(*args, env=None, timeout=600):
     return subprocess.run([sys.executable, "-m", "fuzzharness.cli", *map(str, args)],
                           capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
 
-
-#: modules that start clusters on this machine (Ray heads and nodes, TVM's RPC tracker and
-#: servers): under pytest-xdist they share one worker, so two never fight over ports and CPUs
-CLUSTER_MODULES = ("test_ray_cluster", "test_ray_executor", "test_rpc")
-
-
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``.ci/run``: ``-n 2 --dist loadgroup``) each module's tests stay on
-    one worker — its module fixtures (small campaigns) run once — and the cluster modules
-    share one."""
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    for item in items:
-        module = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
-        group = "clusters" if module in CLUSTER_MODULES else module
-        item.add_marker(pytest.mark.xdist_group(group))
