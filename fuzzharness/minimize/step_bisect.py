@@ -133,8 +133,9 @@ def first_failing(target: Signature, candidates: Sequence[tuple[str, Case]],
     garbage on the case's inputs, the first step after which the output was garbage is the
     culprit: a kernel reading out of bounds shows garbage until a later step moves the access
     onto memory that faults (read_at's unclamped copy: nan, then SIGSEGV once cache_index
-    follows).  Only then — a garbage prefix the whole case goes on to crash *differently*
-    from may be another bug (a merge's wrong output before a pad_einsum's stores).
+    follows).  When the prefix before the last step passed, the last step stays the culprit
+    and an earlier garbage prefix is not blamed: it may be another bug (a merge's wrong
+    output before pad_einsum's out-of-bounds stores).
 
     A step is the culprit only when the prefix before it (on the same inputs) *passed*:
     when that prefix could not run — an OpenCL kernel before its ``bind`` does not compile —
