@@ -172,7 +172,10 @@ class OpenCLBackend(Backend):
         cl, ctx, queue = rt
         device = ctx.devices[0]
         try:
-            program = cl.Program(ctx, code.source).build()
+            # no on-disk cache: generated kernels rarely repeat, the cache grows without
+            # bound over campaigns (334 MB here), and once an entry cannot be read pyopencl
+            # 2026.1 fails with KeyError 'PYOPENCL_CACHE_FAILURE_FATAL' (a harness_error)
+            program = cl.Program(ctx, code.source).build(cache_dir=False)
         except cl.Error as e:  # RuntimeError subclass carrying the build log
             raise GeneratedCodeError(
                 f"OpenCL build failed: {_first_error(str(e))}",
