@@ -82,13 +82,12 @@ def _culprit_steps(records: list[dict], now: dict[str, dict], pool) -> None:
     from fuzzharness.core.case import Case
     from fuzzharness.core.traces import primitive_sequence
     from fuzzharness.minimize.step_bisect import (
+        conclude,
         culprit_step,
-        first_failing,
         one_function_cases,
         prefixes,
         probed_trace,
     )
-    from fuzzharness.minimize.step_site import site_facts
 
     jobs = []
     for r in records:
@@ -100,18 +99,17 @@ def _culprit_steps(records: list[dict], now: dict[str, dict], pool) -> None:
         case = Case.from_dict(c)
         probed = probed_trace(case)
         if probed and primitive_sequence(probed[1]):
-            jobs.append((r["id"], case, prefixes(case), primitive_sequence(probed[1])[-1]))
+            jobs.append((r["id"], case, prefixes(case)))
         elif one_function_cases(case):  # a graph with several scheduled functions: rare, alone
             step, facts, site = culprit_step(case, n["sig"])
             now[r["id"]].update(step=step, step_facts=facts, step_site=site)
-    tasks = [{"task": f"{k}:{j}", "case": c.to_dict()} for k, (_, _, cands, _) in enumerate(jobs)
+    tasks = [{"task": f"{k}:{j}", "case": c.to_dict()} for k, (_, _, cands) in enumerate(jobs)
              for j, (_, c) in enumerate(cands)]
     verdicts = {res.task["task"]: res.verdict for res in pool.run(tasks)}
-    for k, (rid, case, cands, last) in enumerate(jobs):
+    for k, (rid, case, cands) in enumerate(jobs):
         vs = [verdicts.get(f"{k}:{j}") for j in range(len(cands))]
-        step, facts, prefix = first_failing(now[rid]["sig"], cands, vs, last)
-        now[rid]["step"], now[rid]["step_facts"] = step, facts
-        now[rid]["step_site"] = site_facts(prefix or case) if step else ()  # as culprit_step
+        step, facts, site = conclude(case, now[rid]["sig"], cands, vs)  # as culprit_step
+        now[rid].update(step=step, step_facts=facts, step_site=site)
 
 
 def step_key(n: dict) -> str:

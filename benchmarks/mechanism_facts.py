@@ -6,8 +6,9 @@ A root cause keyed by a mechanism fact (:data:`fuzzharness.buckets.root_causes.M
 merges every failure that has the fact into one bug.  That is right only if the fact *is* the
 bug: a program with the fact should (nearly) always compute a wrong answer.  This draws the
 default campaign's llvm TIR cases for a seed, runs each (worker processes: a crash is a
-verdict), computes the schedule facts of every case — passing ones too — and prints, per
-fact, how many cases have it and their statuses.
+verdict), computes the schedule facts of every case — passing ones too — and the located
+facts (:func:`fuzzharness.execution.facts.located_facts`), and prints, per fact, how many
+cases have it and their statuses.
 """
 
 from __future__ import annotations
@@ -23,14 +24,14 @@ sys.path.insert(0, str(ROOT))
 
 def facts_of(case) -> tuple[str, ...]:
     from fuzzharness.core.tvm_support import replay_trace
-    from fuzzharness.execution.facts import schedule_facts
+    from fuzzharness.execution.facts import located_facts, schedule_facts
     from fuzzharness.kinds.tir.reference import expectation
 
     try:
         mod = replay_trace(expectation(case).func, case.trace).mod
     except Exception:  # noqa: BLE001 - a schedule that does not replay has no facts
         return ()
-    return tuple(schedule_facts(mod))
+    return tuple(schedule_facts(mod)) + tuple(located_facts(mod))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args(argv)
-    from fuzzharness.buckets.root_causes import MECHANISM_FACTS
+    from fuzzharness.buckets.root_causes import LOCATED_MECHANISMS, MECHANISM_FACTS
     from fuzzharness.core.case import Case
     from fuzzharness.core.kinds import kind_name
     from fuzzharness.engine.pool import WorkerPool
@@ -64,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     for f, counts in sorted(by_fact.items()):
         total = sum(counts.values())
         failing = sum(n for s, n in counts.items() if s in ("wrong_result", "nan_inf", "crash"))
-        tag = " (mechanism)" if f in MECHANISM_FACTS else ""
+        tag = " (mechanism)" if f in MECHANISM_FACTS else \
+            " (mechanism, keyed with the step that made it)" if f in LOCATED_MECHANISMS else ""
         print(f"  {f}{tag}: {total} cases, wrong/nan/crash {failing} ({failing / total:.0%}); "
               + ", ".join(f"{s} {n}" for s, n in counts.most_common()))
     return 0

@@ -425,3 +425,58 @@ def test_a_step_before_which_the_program_cannot_run_is_no_culprit():
         assert rc.evidence == "trigger"
         keys[name] = rc.key
     assert len(set(keys.values())) == 2
+
+
+def test_a_defect_is_located_at_the_step_that_makes_it_on_real_tvm():
+    """binding_outside_domain, read from the scheduled program: pad_einsum of a reduce block
+    whose producer was compute_at'ed into its loop leaves the producer iterating over the
+    padded extent — the fact appears after pad_einsum, not after compute_at.  A split (its
+    T.where guards the padded iterations) and the unscheduled program do not have it, nor
+    does a case whose bug is another (the alloc witness)."""
+    from fuzzharness.buckets.known_identities import witness_case
+    from fuzzharness.core.case import Case
+    from fuzzharness.core.tvm_support import replay_trace
+    from fuzzharness.execution.facts import located_facts
+    from fuzzharness.generators.workloads import workloads
+    from fuzzharness.minimize.located import located_step, located_step_isolated
+    from tests.conftest import ROOT
+
+    def witness(name):
+        doc = json.loads((ROOT / "fuzzharness/known_witnesses" / f"{name}.json").read_text())
+        return Case.from_dict(witness_case(doc))
+
+    pad = witness("pad-einsum-enlarges-shared-loop")
+    found = located_step(pad)
+    assert found is not None and found[:3] == (2, "pad_einsum", ("binding_outside_domain",))
+    assert found[3] is None  # pad_einsum is the last step: the whole trace
+    assert located_step_isolated(pad)[:3] == found[:3]  # the same answer from a child process
+    func = workloads[pad.workload_name].prim_func(pad.params)
+    sch = replay_trace(func, None)
+    assert located_facts(sch.mod) == []
+    sch.split(sch.get_loops(sch.get_sblock("sum"))[-1], [None, 4])  # padded, guarded:
+    assert "T.where" in sch.mod.script()
+    assert located_facts(sch.mod) == []
+    assert located_step(witness("alloc-in-vectorized-loop-not-widened")) is None
+
+
+@pytest.mark.slow
+def test_a_defect_made_before_the_first_failing_step_is_blamed_on_its_step():
+    """pad_einsum of a decomposed dense pads a loop the update block shares: its out-of-domain
+    iterations store into padding (that prefix passes) until transform_layout folds them onto
+    row 0 (wrong output).  The culprit is pad_einsum, and the repro is the known
+    pad_einsum bug, as are a crash and a nan of the same defect by other routes.  A
+    reindex_cache_write copy that loses its split's predicate (the same defect, another
+    primitive) and pad_einsum padding a max with 0 (another bug of pad_einsum, no defect)
+    stay apart."""
+    bench, records = _bench()
+    late, crash, nan = "seed7/e3898692b063e13b", "seed7/dace47273e820abb", "seed11/81372621b8836f8c"
+    copy, pad_max = "seed7/cb397ccec87e71c4", "seed7/ccdf60266346c221"
+    now = bench.rekey([records[i] for i in (late, crash, nan, copy, pad_max)], 2)
+    rc = {i: n["rc"] for i, n in now.items()}
+    assert rc[late].step == "pad_einsum" and "binding_outside_domain" in rc[late].step_facts, rc[late]
+    assert (rc[late].symptom, rc[crash].symptom) == ("wrong_output", "crash/memory")
+    assert rc[late].key == rc[crash].key == rc[nan].key
+    assert {now[i]["known"] for i in (late, crash, nan)} == {"pad-einsum-enlarges-shared-loop"}
+    assert rc[copy].step == "reindex_cache_write" and rc[copy].evidence == "ir_shape"
+    assert len({rc[late].key, rc[copy].key, rc[pad_max].key}) == 3
+    assert now[copy]["known"] is None and now[pad_max]["known"] is None

@@ -160,6 +160,36 @@ def test_a_placement_misled_by_a_hiding_wrapper_is_keyed_by_the_wrapper():
     assert root_cause(case_with("CacheWrite"), crash, "", "cache_write", (), hidden).key != a.key
 
 
+def test_a_located_defect_is_keyed_by_the_step_that_made_it_whatever_the_symptom():
+    """A block left running outside its domain (binding_outside_domain, found on the prefix
+    that first has it) by pad_einsum is one bug whether its stores crashed or computed
+    garbage and whatever site or route; the same defect made by reindex_cache_write is
+    another, and so is pad_einsum without the defect (padding a max with 0).  A route-free
+    mechanism of the whole case wins over a located one."""
+    made = ("binding_outside_domain",)
+    crash = Signature("crash", "run", kind="SIGABRT", primitives=("compute_at", "pad_einsum"))
+
+    def rc(sig, step="pad_einsum", step_facts=made, site=("site_shares_loop",), kinds=("PadEinsum",)):
+        return root_cause(case_with(*kinds), sig, "", step, step_facts, site)
+
+    a = rc(crash, kinds=("ComputeAt", "PadEinsum"))
+    b = rc(wrong("cache_write", "pad_einsum", "transform_layout"), site=("site_reduction",),
+           kinds=("CacheWrite", "PadEinsum", "TransformLayout"))
+    c = rc(wrong("pad_einsum", symptom="nan_inf"), site=())
+    assert a.evidence == b.evidence == c.evidence == "ir_shape"
+    assert a.key == b.key == c.key, (a, b, c)
+    assert "sch.pad_einsum leaves a block running outside its domain" in a.title()
+    copy = rc(crash, step="reindex_cache_write")
+    assert copy.key != a.key and copy.key == rc(crash, step="reindex_cache_read").key
+    neutral = rc(wrong("pad_einsum"), step_facts=(), site=("site_reduction",))
+    assert neutral.evidence == "step_site" and neutral.key != a.key
+    alloc = root_cause(case_with("PadEinsum"), wrong("pad_einsum", facts=("alloc_in_vectorized_loop",)),
+                       "", "pad_einsum", made, ())
+    assert alloc.mechanism == ("alloc_in_vectorized_loop",) and alloc.key != a.key
+    # a hang with the defect is not what the defect explains: keyed by its step and site
+    assert rc(Signature("timeout", "run", primitives=("pad_einsum",))).evidence == "step_site"
+
+
 def test_whether_a_reduction_is_a_sum_keys_only_the_steps_that_depend_on_it():
     """Folding a bias into a max's init and pushing an fp16 cast into a sum's accumulation
     both go wrong at fuse_reduction_epilogue on a reduction: the combiner keeps them apart.

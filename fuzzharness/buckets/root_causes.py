@@ -15,7 +15,13 @@ Every root cause records its ``evidence``:
                 lowers: e.g. ``alloc_in_vectorized_loop`` — TVM's allocation planning puts
                 a buffer inside a vectorized loop, whichever of compute_at,
                 reverse_compute_at, cache_read/write, read_at/write_at or rfactor brought its
-                producer there): keyed by the symptom class and those facts alone;
+                producer there): keyed by the symptom class and those facts alone; or a
+                **located mechanism** (:data:`LOCATED_MECHANISMS`: a defect a schedule step
+                leaves in the scheduled program, e.g. a block iterating outside its domain
+                unguarded), keyed by the fact and the step that first made it (the
+                step probe checks every prefix), with memory crashes and wrong output one
+                class — the same out-of-domain stores corrupt the heap or a neighbour's
+                element depending on where the buffer lies;
 ``step_site``   a failure without text or mechanism whose culprit schedule step is known
                 (:mod:`fuzzharness.minimize.step_bisect`: the first step after which the
                 minimized case fails): keyed by the symptom class, the stage, that step and
@@ -77,8 +83,9 @@ KERNEL_STAGES = ("run", "verify", "baseline")
 #: the version of the root-cause identity (1: primitive sequence and culprit in the key;
 #: 2: evidence types, no culprit; 3: step_site evidence, graphs keyed without operators;
 #: 4: a placement step on a site whose dependence a wrapper hides is keyed by the wrapper;
-#: 5: the variants of a primitive TVM builds with one function are keyed as one step)
-VERSION = 5
+#: 5: the variants of a primitive TVM builds with one function are keyed as one step;
+#: 6: located mechanisms)
+VERSION = 6
 #: primitives that place a block (a copy, a moved producer or consumer) where the
 #: dependences read from the blocks' *declared* regions allow
 PLACEMENT_STEPS = frozenset({"cache_read", "cache_write", "reindex", "reindex_cache_read",
@@ -105,6 +112,17 @@ COMBINER_STEPS = frozenset({"fuse_reduction_epilogue"})
 #: it), so they stay facts of the trigger.  benchmarks/mechanism_facts.py measures a
 #: candidate (how often it holds on passing cases); benchmarks/dedup_precision.py its merges.
 MECHANISM_FACTS = frozenset({"alloc_in_vectorized_loop"})
+#: facts of a defect a schedule step leaves in the scheduled program
+#: (:func:`fuzzharness.execution.facts.located_facts`), found on the prefix that first has it
+#: (:func:`fuzzharness.minimize.step_bisect.located_step`) and keyed with that step's family:
+#: the same defect made by different primitives is different bugs (pad_einsum enlarging a
+#: shared loop; a reindex_cache copy dropping a split's predicate; rfactor of a predicated
+#: loop — benchmarks/dedup_precision.py).  The step is where the defect appears, which may be
+#: before the first prefix that *fails*: a later transform_layout can move the harmless
+#: out-of-domain stores of a pad_einsum onto a live row
+LOCATED_MECHANISMS = {"binding_outside_domain": "leaves a block running outside its domain"}
+#: the symptom class of a located mechanism: its stores crash or compute garbage
+MEMORY_OR_GARBAGE = "crash/memory or wrong_output"
 #: facts of shapes that bugs other than a mechanism's leave: a raw case with one of them
 #: beside a mechanism fact may hold a second bug, so it is not attached unminimized (seed 11:
 #: 4 of 7 raw cases that still failed with vectorization off had one)
@@ -204,12 +222,25 @@ class RootCause:
 
     @property
     def mechanism(self) -> tuple[str, ...]:
-        return tuple(f for f in self.facts if f in MECHANISM_FACTS)
+        """The route-free mechanism facts of the case, else the located ones of its culprit
+        step (a failure explained by a route-free mechanism is that bug, wherever a block
+        went outside its domain on the way)."""
+        return tuple(f for f in self.facts if f in MECHANISM_FACTS) or self.located
+
+    @property
+    def located(self) -> tuple[str, ...]:
+        """The :data:`LOCATED_MECHANISMS` the culprit step made (none without a step)."""
+        if not self.step or any(f in MECHANISM_FACTS for f in self.facts):
+            return ()
+        return tuple(f for f in self.step_facts if f in LOCATED_MECHANISMS)
 
     def identity(self) -> dict[str, Any]:
         """What the key is a hash of: the evidence the module docstring lists, per type."""
         if self.evidence == "error_text":
             what = {"stage": self.stage, "detail": self.detail, "site": self.site}
+        elif self.evidence == "ir_shape" and self.located:
+            return {"version": VERSION, "evidence": self.evidence, "symptom": MEMORY_OR_GARBAGE,
+                    "mechanism": list(self.located), "step": STEP_FAMILY.get(self.step, self.step)}
         elif self.evidence == "ir_shape":
             what = {"mechanism": list(self.mechanism)}
         elif self.evidence == "step_site":
@@ -281,6 +312,9 @@ class RootCause:
             return f"{self.symptom}@{self.stage}: {self.detail or self.site}"[:160]
         what = {WRONG_OUTPUT: "wrong output", "reference_mismatch": "reference mismatch"}.get(
             self.symptom, self.symptom)
+        if self.evidence == "ir_shape" and self.located:
+            return (f"{what}{where}: sch.{self.step} {LOCATED_MECHANISMS[self.located[0]]} "
+                    f"({', '.join(self.located)}; after {self.trigger()}, one route)")
         if self.evidence == "ir_shape":
             return f"{what}{where}: {', '.join(self.mechanism)} (after {self.trigger()}, one route)"
         if self.evidence == "step_site" and self.keyed_step()[0] == HIDDEN_DEPENDENCE_STEP:

@@ -26,7 +26,19 @@ Two things feed a bucket signature (:mod:`fuzzharness.buckets.signatures`) besid
       TVM 0.27 then compacts the buffer to one iteration's region and does not widen it: all
       lanes share one address.  A fact of the *mechanism*, not of the schedule's calls.
 
-Both are best effort: they never raise (a triage bug must not turn a finding into a
+* :func:`located_facts` — facts of a *defect* a schedule step leaves in the program, checked
+  on every prefix of a trace by :mod:`fuzzharness.minimize.step_bisect` to find the step that
+  made it (so they are not bucket facts: the bucket key stays as it was).  Current facts:
+
+  ``binding_outside_domain``  a block without a predicate whose iterator bindings leave
+      the block's declared domain over the ranges of its loops: the block runs where it
+      must not (``pad_einsum`` enlarges a loop another block shares; a ``cache_write``
+      write-back or a ``reindex_cache_*`` copy loses the ``T.where`` a split gave its loop;
+      ``rfactor`` of a predicated loop).  No TVM primitive may leave it: a block's domain
+      is its contract.  Its stores land past a buffer (heap damage) or on a neighbour's
+      element (garbage), depending on where the buffer lies — one defect, either symptom.
+
+All are best effort: they never raise (a triage bug must not turn a finding into a
 harness error) and return empty values when they cannot tell.
 """
 
@@ -111,6 +123,57 @@ def _facts(mod) -> set[str]:
     if _alloc_in_vectorized_loop(mod):
         facts.add("alloc_in_vectorized_loop")
     return facts
+
+
+#: facts of a defect a schedule step makes (:func:`located_facts`)
+BINDING_OUTSIDE_DOMAIN = "binding_outside_domain"
+
+
+def located_facts(mod) -> list[str]:
+    """The located facts (see the module docstring) of ``mod``'s scheduled PrimFuncs."""
+    try:
+        return [BINDING_OUTSIDE_DOMAIN] if _binding_outside_domain(mod) else []
+    except Exception:  # noqa: BLE001 - best effort
+        return []
+
+
+def _binding_outside_domain(mod) -> bool:
+    import tvm
+    import tvm_ffi
+    from tvm import s_tir, tirx
+
+    enclosing: dict[int, list] = {}  # realize handle hash → the loops around it
+
+    def on_for(loop) -> None:
+        inner: list = []
+        tvm_ffi.structural_walk(loop.body, [(s_tir.SBlockRealize, inner.append)])
+        for r in inner:
+            enclosing.setdefault(hash(r), []).append(loop)
+
+    def outside(realize) -> bool:
+        pred = realize.predicate
+        if not (isinstance(pred, tirx.IntImm) and int(pred) == 1):
+            return False  # guarded: whether the guard suffices is not asked here
+        analyzer = tvm.sym.Analyzer()
+        for loop in enclosing.get(hash(realize), []):
+            analyzer.bind(loop.loop_var, tvm.ir.Range.from_min_extent(loop.min, loop.extent))
+        for iv, value in zip(realize.block.iter_vars, realize.iter_values, strict=False):
+            lo, extent = iv.dom.min, iv.dom.extent
+            if not (isinstance(lo, tirx.IntImm) and isinstance(extent, tirx.IntImm)):
+                continue  # a symbolic domain: no constant to compare with
+            bound = analyzer.const_int_bound(value)
+            if bound.min_value < int(lo) or bound.max_value > int(lo) + int(extent) - 1:
+                return True
+        return False
+
+    found: list = []
+    for _, func in mod.functions.items():
+        enclosing.clear()
+        realizes: list = []
+        tvm_ffi.structural_walk(func, [(tirx.For, on_for)])
+        tvm_ffi.structural_walk(func, [(s_tir.SBlockRealize, realizes.append)])
+        found += [r for r in realizes if outside(r)]
+    return bool(found)
 
 
 def _reduction_init_missing(mod) -> bool:

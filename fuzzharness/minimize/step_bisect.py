@@ -8,6 +8,13 @@ first step whose prefix fails with the same symptom class.
 Steps before it were needed to *reach* the bug (a cache_read that gives blockize a sibling,
 a split before a reindex); the culprit step is where TVM went wrong.
 
+A *defect* the scheduled program shows may appear before the first failing prefix: a
+pad_einsum that enlarges a loop another block shares leaves that block iterating outside its
+domain, harmlessly until a later transform_layout folds its stores onto a live row.  When
+the whole case's program has a located fact (:func:`fuzzharness.execution.facts.located_facts`),
+:func:`fuzzharness.minimize.located.located_step` finds the first prefix that has it — static trace replays, nothing
+compiled — and that step is the culprit if it comes no later than the first failing one.
+
 ``prefixes`` builds the candidate cases, :func:`culprit_step` runs them in a worker process
 (a prefix can crash TVM) and ``first_failing`` reads the verdicts.  The probed trace
 (:func:`probed_trace`) is a TIR case's own, or a graph's when one fused function carries a
@@ -188,8 +195,44 @@ def culprit_step(case: Case, target: Signature, *, timeout: float = 20.0
         with WorkerPool(1, timeout=timeout) as pool:
             for res in pool.run([{"task": i, "case": c.to_dict()} for i, (_, c) in enumerate(cands)]):
                 verdicts[res.task["task"]] = res.verdict
-    step, facts, prefix = first_failing(target, cands, verdicts, prims[-1])
+    return conclude(case, target, cands, verdicts)
+
+
+def conclude(case: Case, target: Signature, candidates: Sequence[tuple[str, Case]],
+             verdicts: Sequence[Verdict | None]) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """What :func:`culprit_step` concludes from the verdicts of ``case``'s :func:`prefixes`
+    (also for a caller that ran them in its own pool): the first failing step
+    (:func:`first_failing`), or the step that made a located defect the whole case has when
+    it comes no later (:mod:`fuzzharness.minimize.located`), that prefix's facts and the
+    site the step acted on."""
+    prims = primitive_sequence(probed_trace(case)[1])
+    step, facts, prefix = first_failing(target, candidates, verdicts, prims[-1])
+    located = _located(case) if step else None
+    if located and located[0] <= _position(prefix, len(prims)):
+        # the first failing prefix shows a defect an earlier (or the same) step made: that
+        # step is the culprit (its prefix's facts are the defect's, plus the failing
+        # prefix's own when they are one prefix)
+        same = located[0] == _position(prefix, len(prims))
+        _, step, made, prefix = located
+        facts = tuple(sorted({*made, *(facts if same else ())}))
     return step, facts, site_facts(prefix or case) if step else ()
+
+
+def _located(case: Case) -> tuple[int, str, tuple[str, ...], Case | None] | None:
+    """:func:`fuzzharness.minimize.located.located_step_isolated`, its trace as a prefix case."""
+    from fuzzharness.minimize.located import located_step_isolated
+
+    found = located_step_isolated(case)
+    if found is None:
+        return None
+    position, step, made, cut = found
+    return position, step, made, None if cut is None else with_trace(case, probed_trace(case)[0], cut)
+
+
+def _position(case: Case | None, whole: int) -> int:
+    """How many schedule steps the probed trace of ``case`` has (``whole`` for None)."""
+    probed = probed_trace(case) if case is not None else None
+    return len(primitive_sequence(probed[1])) if probed else whole
 
 
 def the_failing_function(case: Case, target: Signature, *, timeout: float = 20.0) -> Case | None:

@@ -48,7 +48,7 @@ from fuzzharness.core.kinds import kind_name
 from fuzzharness.generators.schedules.site_classes import SITE_FACTS, site_classes
 from fuzzharness.minimize import trace_edit
 
-__all__ = ["SITE_FACTS", "last_step_index", "site_facts"]
+__all__ = ["SITE_FACTS", "last_step_index", "program_and_trace", "site_facts"]
 
 
 def last_step_index(trace: Any) -> int | None:
@@ -63,7 +63,7 @@ def site_facts(case: Case) -> tuple[str, ...]:
     was just before that step (see the module docstring)."""
     from fuzzharness.core.tvm_support import replay_trace
 
-    func, trace = _program_and_trace(case)
+    func, trace = program_and_trace(case)
     index = last_step_index(trace) if func is not None else None
     if index is None:
         return ()
@@ -81,7 +81,7 @@ def site_facts(case: Case) -> tuple[str, ...]:
                               if isinstance(n, str) and n in objects])
 
 
-def _program_and_trace(case: Case) -> tuple[object, object]:
+def program_and_trace(case: Case) -> tuple[object, object]:
     """The unscheduled PrimFunc the probed trace applies to, and that trace ((None, None)
     when the case has none): a TIR workload's function, or a graph's fused function as
     its schedule found it (legalized the way the case's run legalizes it)."""
