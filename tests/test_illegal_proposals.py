@@ -1,5 +1,7 @@
 """Proposing the illegal: compute_at / reverse_compute_at between blocks with no dataflow
-(``generators/schedules/compute_location.py``, WILD_PERCENT of the proposals).
+(``generators/schedules/compute_location.py``, WILD_PERCENT of the proposals), rfactor of
+any loop of a reduction block (``generators/schedules/reduction.py``,
+RFACTOR_WILD_PERCENT).
 
 Both sides, with the real TVM: a move TVM refuses with a ScheduleError is a rejected step and
 never a finding; a move TVM accepts although it breaks a dependence is compiled, run and
@@ -13,6 +15,7 @@ from __future__ import annotations
 import pytest
 
 import fuzzharness.generators.schedules.compute_location as location
+import fuzzharness.generators.schedules.reduction as reduction
 from fuzzharness.core.case import Case
 from fuzzharness.core.verdict import Status
 from fuzzharness.engine.pool import WorkerPool
@@ -74,4 +77,31 @@ def test_illegal_moves_tvm_refuses_are_rejected_steps_not_findings(monkeypatch):
         v = execute(case).verdict
         assert not v.status.is_finding, v.line()
     tame = _steps(0, monkeypatch)
+    assert len([s for _, s in tame if s["outcome"] == "rejected"]) < len(refused)
+
+
+def _rfactor_steps(wild_percent, monkeypatch, n=400):
+    monkeypatch.setattr(reduction, "RFACTOR_WILD_PERCENT", wild_percent)
+    gen = GenSettings(workloads=("matmul", "row_sum"), dtypes=("float32",),
+                      primitives=("rfactor", "add_unit_loop"), max_steps=4)
+    out = []
+    for i in range(n):
+        case = generate_case(5, i, gen)
+        out += [(case, s) for s in case.origin.get("steps", []) if s["primitive"] == "rfactor"]
+    return out
+
+
+@pytest.mark.slow
+def test_rfactor_of_a_data_parallel_loop_is_refused_and_not_a_finding(monkeypatch):
+    """Drawn among every loop of the block, rfactor meets loops a data-parallel iterator is
+    bound to: TVM refuses them (a rejected step, never a finding); drawn among the reduction
+    loops only, it is refused less often."""
+    wild = _rfactor_steps(100, monkeypatch)
+    refused = [(c, s) for c, s in wild if s["outcome"] == "rejected"]
+    assert any("data parallel" in s.get("error", "") for _, s in refused), refused
+    assert refused, [s for _, s in wild]
+    for case, _ in refused[:3]:
+        v = execute(case).verdict
+        assert not v.status.is_finding, v.line()
+    tame = _rfactor_steps(0, monkeypatch)
     assert len([s for _, s in tame if s["outcome"] == "rejected"]) < len(refused)

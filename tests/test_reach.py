@@ -69,11 +69,11 @@ def test_every_recorded_reason_names_a_class_of_the_map_and_status_prints_it():
     unlisted = next(c for c in reach.reach_classes() if c not in reach_reasons.REASONS)
     assert reach_reasons.reason(unlisted) == reach_reasons.CLASS_REASONS[unlisted.split(" @ ")[1]]
     rows = [("reach", c, "", "", 1, 1, 1) for c in reach.reach_classes()
-            if c not in ("compute_inline @ site_reduction", "rfactor @ plain")]
+            if c not in ("compute_inline @ site_reduction", "annotate @ site_shares_outer_loop")]
     text = "\n".join(_never_built(rows))
     assert "never built: 2 of" in text and "1 a generator gap" in text
     assert reach_reasons.REASONS["compute_inline @ site_reduction"] in text
-    assert reach_reasons.REASONS["rfactor @ plain"] in text
+    assert reach_reasons.REASONS["annotate @ site_shares_outer_loop"] in text
 
 
 def test_classifying_a_site_records_nothing_in_the_trace():

@@ -85,7 +85,10 @@ REASONS: dict[str, str] = {
     ),
     "annotate @ site_shares_outer_loop": (
         "GAP: pragma.py annotates only loops, and this class is a block's (software_pipeline's "
-        "block annotation is not its first call); TVM annotates blocks too."
+        "block annotation is not its first call); TVM annotates blocks too, but its llvm "
+        "lowering drops a block's pragma_* annotations (matmul's block with "
+        "pragma_auto_unroll_max_step=16 lowers to the unannotated loops), so the class would "
+        "build the unannotated program again."
     ),
     "annotate_buffer_access @ site_reduction": (
         "Rare, not refused: weight 2, and a known wrapper bug limits reads to rank = iterator "
@@ -297,8 +300,10 @@ REASONS: dict[str, str] = {
         "have one complete, non-reduction producer."
     ),
     "rfactor @ plain": (
-        "GAP: reduction.py's RFactor proposes only loops feeding a reduction iterator (always "
-        "site_reduction); TVM also rfactors an unbound unit loop (add_unit_loop)."
+        "Rare, not refused: TVM rfactors an unbound unit loop; reduction.py's wild proposals "
+        "(RFACTOR_WILD_PERCENT of rfactor's) draw among every loop of the block, and this class "
+        "needs an earlier add_unit_loop on that block (the others are data-parallel loops TVM "
+        "refuses)."
     ),
     "rfactor @ site_shares_loop": (
         "TVM refuses by definition: the rfactor loop's single child block must be the reduction "
