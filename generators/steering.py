@@ -17,7 +17,7 @@ keeps its "off"/simplest value first, where Hypothesis' shrinker goes.  Changing
 changes the cases a seed generates (a harness version change), like any weight.
 
 Why each weight (600-case default campaigns, seeds 20261124 and 7, shares of llvm's lowered
-cases before → after; README "Feature census"; ``benchmarks/census.py DIR...`` prints them):
+cases before → after; docs/campaign-output.md "Feature census"; ``benchmarks/census.py DIR...`` prints them):
 
 ``vectorize`` 3 → 20 with ``lanes``, ``block`` and ``block_kind`` weights, and the
     ``disable_vectorize`` option in a quarter of the option cases instead of half: no llvm

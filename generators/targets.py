@@ -37,7 +37,7 @@ TARGET_PRESETS: dict[str, dict[str, Any]] = {
 
 #: shares of the default mix where OpenCL runs (see :func:`default_targets`).  Adreno gets
 #: the larger GPU share because texture-scope placement is what no other target exercises
-#: (texture scopes in ≥ 10 % of the cases is the goal, README "Feature census"); plain
+#: (texture scopes in ≥ 10 % of the cases is the goal, docs/campaign-output.md "Feature census"); plain
 #: OpenCL shares its GPU schedule styles with CUDA.  An OpenCL case costs 2.5–3 llvm ones
 #: on PoCL/Intel's CPU runtime (600-case default campaign: 0.47–0.56 s vs 0.20 s each).
 #: Adreno 30 → 35 %: with Intel's runtime found by default, texture-scope cases were 9.9 % of

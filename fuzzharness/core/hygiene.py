@@ -26,8 +26,8 @@ tunable — glibc rewrites the variable while reading it; the effects of all of 
 Measured on the 2-core CI machine (TVM 0.27, glibc 2.36): ``import tvm`` costs the same
 with and without (1.1–1.2 s CPU); a TVM tensor written one element past its end is silently
 survived without the checks (sizes 16–4096 elements) and aborts with ``free(): invalid
-pointer`` with them, every time.  What the checks cost per case is in the README
-("Confirmation and heap hygiene").
+pointer`` with them, every time.  What the checks cost per case is in
+docs/campaign-output.md ("Confirmation and heap hygiene").
 
 Kernels also run in a thread of their own (:func:`fuzzharness.backends.redzone.in_fresh_thread`)
 so that TVM's thread-local workspace and thread pools, which recycle memory without malloc,

@@ -49,7 +49,7 @@ REDUCE = 2  # IterVar.iter_type of a commutative reduction axis
 STAGE, SCOPE_ANNOTATION = "software_pipeline_stage", "double_buffer_scope"
 ERROR = "census:error"
 
-#: the features the census goal names (README "Feature census"): one per family of the
+#: the features the census goal names (docs/campaign-output.md "Feature census"): one per family of the
 #: module docstring — for vector stores the full-register widths of 128-bit fp16 and 256-bit
 #: fp32 vectors — each wanted in ≥ 2 % of a target's lowered cases where the target can have
 #: it (census_table.py), texture scopes in ≥ 10 % of a default campaign with OpenCL
