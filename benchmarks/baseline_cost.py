@@ -37,7 +37,7 @@ def main() -> None:
     from fuzzharness.kinds.tir import run as ex  # its cache of unscheduled builds
 
     def fresh():  # every policy pays for its own baseline builds
-        ex._BASELINES.clear()
+        ex.clear_baseline_cache()
     total = collections.Counter()
     built = collections.Counter()
     statuses = {p: collections.Counter() for p in POLICIES}

@@ -52,6 +52,8 @@ from typing import Any
 
 import numpy as np
 
+from fuzzharness.oracles import index_eval
+
 MAX_ENUMERATION = 1 << 20
 
 #: loop annotations that change neither which operations run nor their order
@@ -219,29 +221,12 @@ def _is_constant_init(block) -> bool:
 
 
 def _eval(expr, env: dict) -> np.ndarray:
-    from tvm import tirx
-
-    if isinstance(expr, tirx.IntImm):
-        return np.asarray(int(expr.value), dtype=np.int64)
-    if isinstance(expr, tirx.Var):
-        for v, arr in env.items():
-            if v.same_as(expr):
-                return arr
-        raise _Unsure(f"index uses {expr}, which is not a loop of the nest")
-    if isinstance(expr, tirx.Cast):
-        return _eval(expr.value, env)
-    binary = {
-        "Add": np.add, "Sub": np.subtract, "Mul": np.multiply,
-        "FloorDiv": np.floor_divide, "FloorMod": np.mod, "Min": np.minimum, "Max": np.maximum,
-        "LT": np.less, "LE": np.less_equal, "GT": np.greater, "GE": np.greater_equal,
-        "EQ": np.equal, "NE": np.not_equal, "And": np.logical_and, "Or": np.logical_or,
-    }
-    kind = type(expr).__name__
-    if kind in binary:
-        return binary[kind](_eval(expr.a, env), _eval(expr.b, env))
-    if kind == "Not":
-        return np.logical_not(_eval(expr.a, env))
-    raise _Unsure(f"index expression of kind {kind}")
+    try:
+        return index_eval.evaluate(expr, env)
+    except index_eval.Unevaluable as e:
+        if e.why == "unbound":
+            raise _Unsure(f"index uses {e.expr}, which is not a loop of the nest") from None
+        raise _Unsure(f"index expression of kind {type(e.expr).__name__}") from None
 
 
 def _vars(expr) -> list:

@@ -138,7 +138,7 @@ def test_non_schedule_errors_propagate_and_are_findings():
     reports compile_error at stage schedule (cache_index on a block without index
     computation: a known TVM bug, InternalError 'An empty SeqStmt is prohibited')."""
     from fuzzharness.core.verdict import Stage, Status
-    from fuzzharness.engine.tasks import _generation_failure
+    from fuzzharness.engine.tasks import generation_failure
 
     class CrashingCacheIndex(Primitive):
         name = "zz_crashing_cache_index"
@@ -158,7 +158,7 @@ def test_non_schedule_errors_propagate_and_are_findings():
     finally:
         del primitives._items[CrashingCacheIndex.name]
     assert not is_schedule_error(info.value)
-    verdict = _generation_failure(info.value)
+    verdict = generation_failure(info.value)
     assert (verdict.status, verdict.stage) == (Status.COMPILE_ERROR, Stage.SCHEDULE)
 
 

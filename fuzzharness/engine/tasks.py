@@ -26,7 +26,7 @@ def run_task(task: dict[str, Any], send: Send) -> Verdict:
         try:
             case = _generate(g["seed"], g["index"], g["settings"])
         except Exception as e:  # noqa: BLE001
-            v = _generation_failure(e)
+            v = generation_failure(e)
             v.timings["generate"] = time.perf_counter() - t0
             send({"task": tid, "verdict": v.to_dict()})
             return v
@@ -56,7 +56,7 @@ def _generate(seed: int, index: int, settings: dict[str, Any]) -> Case:
     return generate_case(seed, index, GenSettings.from_dict(settings))
 
 
-def _generation_failure(e: Exception) -> Verdict:
+def generation_failure(e: Exception) -> Verdict:
     """A TVM exception while building the random schedule is a finding; ours is not."""
 
     if isinstance(e, MemoryError):

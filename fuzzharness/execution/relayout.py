@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from fuzzharness.core.tvm_support import replay_trace
+from fuzzharness.oracles import index_eval
 
 
 class UnsupportedIndexMap(ValueError):
@@ -33,25 +34,15 @@ class UnsupportedIndexMap(ValueError):
 
 
 def evaluate(expr, env: dict[Any, np.ndarray]) -> np.ndarray:
-    """Evaluate an integer PrimExpr over numpy arrays bound to its variables."""
-    from tvm import tirx
-
-    if isinstance(expr, tirx.IntImm):
-        return np.asarray(int(expr.value), dtype=np.int64)
-    if isinstance(expr, tirx.Var):
-        for var, value in env.items():
-            if var.same_as(expr):
-                return value
-        raise UnsupportedIndexMap(f"unbound variable {expr} in an index map")
-    if isinstance(expr, tirx.Cast):
-        return evaluate(expr.value, env)
-    ops = {tirx.Add: np.add, tirx.Sub: np.subtract, tirx.Mul: np.multiply,
-           tirx.FloorDiv: np.floor_divide, tirx.FloorMod: np.mod,
-           tirx.Min: np.minimum, tirx.Max: np.maximum}
-    for cls, fn in ops.items():
-        if isinstance(expr, cls):
-            return fn(evaluate(expr.a, env), evaluate(expr.b, env))
-    raise UnsupportedIndexMap(f"cannot evaluate {type(expr).__name__} in an index map: {expr}")
+    """Evaluate an integer PrimExpr over numpy arrays bound to its variables
+    (:func:`fuzzharness.oracles.index_eval.evaluate`)."""
+    try:
+        return index_eval.evaluate(expr, env)
+    except index_eval.Unevaluable as e:
+        if e.why == "unbound":
+            raise UnsupportedIndexMap(f"unbound variable {expr} in an index map") from None
+        raise UnsupportedIndexMap(f"cannot evaluate {type(e.expr).__name__} in an index map: "
+                                  f"{e.expr}") from None
 
 
 @dataclasses.dataclass

@@ -33,7 +33,7 @@ from typing import Any
 
 from fuzzharness.core.case import Case
 from fuzzharness.core.verdict import Verdict
-from fuzzharness.engine.tasks import _generation_failure
+from fuzzharness.engine.tasks import generation_failure
 from fuzzharness.generators import draw as draws
 from fuzzharness.generators.cases import draw_case
 
@@ -58,7 +58,7 @@ class ShrinkResult:
 
 def generation_verdict(e: BaseException) -> Verdict:
 
-    return _generation_failure(e)  # type: ignore[arg-type]
+    return generation_failure(e)  # type: ignore[arg-type]
 
 
 def draw(choices: Sequence[Any], settings) -> tuple[Case | None, Verdict | None, BaseException | None]:

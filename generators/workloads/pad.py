@@ -51,7 +51,7 @@ class Pad(Workload):
     def out_shape(self, p) -> tuple[int, ...]:
         return tuple(n + b + a for n, (b, a) in zip(p["shape"], p["pads"], strict=True))
 
-    def _value(self, p) -> tuple[str, float]:
+    def pad_value(self, p) -> tuple[str, float]:
         dt = p["dtype"]
         if p["value"] == "lowest":
             if dt == "bfloat16":  # T.min_value("bfloat16") is −inf in TVM 0.27 (see base.minmax_dtype)
@@ -74,7 +74,7 @@ def main(A: {buf(tuple(p["shape"]), dt)}, out: {buf(out, dt)}):
     for {loops} in T.grid({", ".join(map(str, out))}):
         with T.sblock("pad"):
             {vs} = T.axis.remap("{"S" * rank}", [{loops}])
-            out[{vs}] = T.if_then_else({cond}, A[{src_idx}], {self._value(p)[0]})
+            out[{vs}] = T.if_then_else({cond}, A[{src_idx}], {self.pad_value(p)[0]})
 '''
 
     def inputs(self, p: dict[str, Any]) -> list[InputSpec]:
@@ -91,7 +91,7 @@ def main(A: {buf(tuple(p["shape"]), dt)}, out: {buf(out, dt)}):
     def reference(self, p, inputs, numerics_):
         import numpy as np
 
-        value = float(numerics.round_to(np.float64(self._value(p)[1]), p["dtype"]).astype(np.float64))
+        value = float(numerics.round_to(np.float64(self.pad_value(p)[1]), p["dtype"]).astype(np.float64))
         a = as_f64(inputs["A"])
         y = np.pad(a, [tuple(x) for x in p["pads"]], constant_values=value)
         return {"out": bounds.exact(y, p["dtype"], model="pad")}

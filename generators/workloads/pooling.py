@@ -63,7 +63,7 @@ class Pool2d(Workload):
                 "KW": kw, "stride": stride, "pad": pad, "count_include_pad": include,
                 "dtype": label}
 
-    def _dt(self, p):
+    def io_dtypes(self, p):
         din, acc, dout = DTYPE_LABELS[p["dtype"]]
         if p["kind"] == "max":  # exact in any dtype: pad and compare in minmax_dtype, store once
             out = din if p["dtype"] == "int8" else dout
@@ -83,7 +83,7 @@ class Pool2d(Workload):
         return f"vn, vc, {h}, {w}" if p["layout"] == "NCHW" else f"vn, {h}, {w}, vc"
 
     def source(self, p: dict[str, Any]) -> str:
-        din, acc, dout = self._dt(p)
+        din, acc, dout = self.io_dtypes(p)
         ishape, oshape, pshape = self.shapes(p)
         pad, s, kh, kw, h, w = p["pad"], p["stride"], p["KH"], p["KW"], p["H"], p["W"]
         pad_dt = acc if p["kind"] == "max" else din
@@ -140,7 +140,7 @@ def main(I: {buf(ishape, din)}, O: {buf(oshape, dout)}):
         return text
 
     def inputs(self, p: dict[str, Any]) -> list[InputSpec]:
-        din, acc, dout = self._dt(p)
+        din, acc, dout = self.io_dtypes(p)
         k = p["KH"] * p["KW"]
         if p["kind"] == "max":
             m = numerics.int_range(din)[1] if numerics.is_int(din) else numerics.fmt(din).max_exact_int
@@ -156,7 +156,7 @@ def main(I: {buf(ishape, din)}, O: {buf(oshape, dout)}):
                           exact=es)]
 
     def outputs(self, p: dict[str, Any]) -> list[TensorSpec]:
-        return [TensorSpec("O", self.shapes(p)[1], self._dt(p)[2])]
+        return [TensorSpec("O", self.shapes(p)[1], self.io_dtypes(p)[2])]
 
     def _windows(self, p, x: np.ndarray, fill: float) -> np.ndarray:
         """(N, OH, OW, C, KH, KW) windows in NHWC order of the padded input."""
@@ -165,19 +165,19 @@ def main(I: {buf(ishape, din)}, O: {buf(oshape, dout)}):
         pad, s = p["pad"], p["stride"]
         xp = np.pad(x, ((0, 0), (pad, pad), (pad, pad), (0, 0)), constant_values=fill)
         win = np.lib.stride_tricks.sliding_window_view(xp, (p["KH"], p["KW"]), axis=(1, 2))
-        return win[:, ::s, ::s][:, : self._oh(p), : self._ow(p)]
+        return win[:, ::s, ::s][:, : self.out_h(p), : self.out_w(p)]
 
-    def _oh(self, p):
+    def out_h(self, p):
         return out_extent(p["H"], p["KH"], p["stride"], p["pad"], 1)
 
-    def _ow(self, p):
+    def out_w(self, p):
         return out_extent(p["W"], p["KW"], p["stride"], p["pad"], 1)
 
     def _to_layout(self, p, y: np.ndarray) -> np.ndarray:
         return y.transpose(0, 3, 1, 2) if p["layout"] == "NCHW" else y
 
     def reference(self, p, inputs, numerics_):
-        din, acc, dout = self._dt(p)
+        din, acc, dout = self.io_dtypes(p)
         x = as_f64(inputs["I"])
         if p["kind"] == "max":
             win = self._windows(p, x, lowest_value(acc))
@@ -202,7 +202,7 @@ def main(I: {buf(ishape, din)}, O: {buf(oshape, dout)}):
         """Per output position, how many window elements are real (not padding), float64,
         shaped to broadcast against the output in ``p["layout"]``."""
         pad, s = p["pad"], p["stride"]
-        oh, ow = np.arange(self._oh(p)), np.arange(self._ow(p))
+        oh, ow = np.arange(self.out_h(p)), np.arange(self.out_w(p))
         ch = np.minimum(oh * s - pad + p["KH"], p["H"]) - np.maximum(oh * s - pad, 0)
         cw = np.minimum(ow * s - pad + p["KW"], p["W"]) - np.maximum(ow * s - pad, 0)
         cnt = (ch[:, None] * cw[None, :]).astype(np.float64)

@@ -60,7 +60,7 @@ class Reduce(Workload):
             shape[a] = max(1, shape[a] // 2)
         return {"op": op, "shape": shape, "axes": axes, "dtype": label}
 
-    def _dts(self, p):
+    def io_dtypes(self, p):
         din, acc, dout = DTYPE_LABELS[p["dtype"]]
         if p["op"] in ("max", "min"):
             out = din if p["dtype"] == "int8" else dout
@@ -77,7 +77,7 @@ class Reduce(Workload):
         return int(np.prod([p["shape"][a] for a in p["axes"]]))
 
     def source(self, p: dict[str, Any]) -> str:
-        din, acc, dout = self._dts(p)
+        din, acc, dout = self.io_dtypes(p)
         kept, axes, shape = self.kept(p), p["axes"], p["shape"]
         order = kept + axes
         loops = ", ".join(f"l{i}" for i in order)
@@ -123,7 +123,7 @@ def main(A: {buf(tuple(shape), din)}, out: {buf(oshape, dout)}):
         return text
 
     def inputs(self, p: dict[str, Any]) -> list[InputSpec]:
-        din, acc, dout = self._dts(p)
+        din, acc, dout = self.io_dtypes(p)
         shape = tuple(p["shape"])
         if p["op"] in ("max", "min"):
             m = numerics.int_range(din)[1] if numerics.is_int(din) else numerics.fmt(din).max_exact_int
@@ -140,10 +140,10 @@ def main(A: {buf(tuple(shape), din)}, out: {buf(oshape, dout)}):
         return [InputSpec("A", shape, din, scale=scale, int_max=m, specials=specials, exact=es)]
 
     def outputs(self, p: dict[str, Any]) -> list[TensorSpec]:
-        return [TensorSpec("out", self.out_shape(p), self._dts(p)[2])]
+        return [TensorSpec("out", self.out_shape(p), self.io_dtypes(p)[2])]
 
     def reference(self, p, inputs, numerics_):
-        din, acc, dout = self._dts(p)
+        din, acc, dout = self.io_dtypes(p)
         a = as_f64(inputs["A"])
         axes = tuple(p["axes"])
         oshape = self.out_shape(p)

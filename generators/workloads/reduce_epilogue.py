@@ -67,7 +67,7 @@ class ReduceEpilogue(Workload):
             steps.append({"op": name, "arg": arg})
         return {"M": m, "N": n, "op": op, "steps": steps, "dtype": label}
 
-    def _dts(self, p) -> tuple[str, str, str]:
+    def io_dtypes(self, p) -> tuple[str, str, str]:
         din, acc, dout = DTYPE_LABELS[p["dtype"]]
         return din, acc, dout
 
@@ -79,7 +79,7 @@ class ReduceEpilogue(Workload):
         return {n: chain.Operand(n, (p["M"],), "v0", din) for n in OPERANDS}
 
     def source(self, p: dict[str, Any]) -> str:
-        din, acc, dout = self._dts(p)
+        din, acc, dout = self.io_dtypes(p)
         M, N, op = p["M"], p["N"], p["op"]
         ops = self._operands(p, din)
         extra = "".join(f", {n}: {buf((M,), din)}" for n in self._used(p))
@@ -104,7 +104,7 @@ def main(A: {buf((M, N), din)}{extra}, out: {buf((M,), dout)}):
         return (lambda s: n * s) if p["op"] == "sum" else (lambda s: s)
 
     def inputs(self, p: dict[str, Any]) -> list[InputSpec]:
-        din, acc, dout = self._dts(p)
+        din, acc, dout = self.io_dtypes(p)
         used = self._used(p)
         scale = chain.safe_scale(p["steps"], used, (acc, dout), first=self._first(p))
         m = chain.exact_int_max(p["steps"], used, din, (acc, dout), first=self._first(p))
@@ -115,10 +115,10 @@ def main(A: {buf((M, N), din)}{extra}, out: {buf((M,), dout)}):
             InputSpec(n, (p["M"],), din, scale=scale, int_max=m, specials=specials) for n in used]
 
     def outputs(self, p: dict[str, Any]) -> list[TensorSpec]:
-        return [TensorSpec("out", (p["M"],), self._dts(p)[2])]
+        return [TensorSpec("out", (p["M"],), self.io_dtypes(p)[2])]
 
     def reference(self, p, inputs, numerics_):
-        din, acc, dout = self._dts(p)
+        din, acc, dout = self.io_dtypes(p)
         a = as_f64(inputs["A"])
         op = p["op"]
         if op == "sum":

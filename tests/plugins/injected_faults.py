@@ -119,7 +119,7 @@ class FaultAvgPoolKPlus1(Pool2d):
 
     def kernel_source(self, p):
         assert p["kind"] == "avg" and p["count_include_pad"]
-        acc = self._dt(p)[1]
+        acc = self.io_dtypes(p)[1]
         k = p["KH"] * p["KW"]
         return _replace_once(self.source(p), f"/ T.{acc}({k})", f"/ T.{acc}({k + 1})")
 

@@ -27,7 +27,7 @@ def launches_source(mod, target: dict[str, Any], schedule: dict[str, Any],
     scheduled = apply_schedules(legalize(mod, target, schedule.get("layout")), schedule, target)
     interp = CallInterpreter(scheduled, backends["opencl"], target, pass_config)
     backend, plans = backends["opencl"], {}
-    called = interp._called()
+    called = interp.called()
     funcs = {gv.name_hint: f for gv, f in scheduled.functions.items()}
     for name in called:
         f = funcs[name].with_attr("global_symbol", "main")

@@ -92,7 +92,7 @@ class CallInterpreter:
         main = self.mod["main"]
         return [b for blk in main.body.blocks for b in blk.bindings]
 
-    def _called(self) -> list[str]:
+    def called(self) -> list[str]:
         names = []
         for b in self.calls():
             v = b.value
@@ -104,7 +104,7 @@ class CallInterpreter:
         import tvm
 
         funcs = prim_functions(self.mod)
-        for name in self._called():
+        for name in self.called():
             f = funcs[name].with_attr("global_symbol", "main")
             self.lowered[name] = self.backend.lower(tvm.IRModule({"main": f}), self.target,
                                                     self.pass_config)

@@ -72,7 +72,7 @@ def _reduce(p):
     from fuzzharness.oracles import numerics
 
     wl = workloads["reduce"]
-    _, acc, _ = wl._dts(p)
+    _, acc, _ = wl.io_dtypes(p)
     axes = tuple(p["axes"])
     shape = tuple(wl.out_shape(p))
     op = p["op"]
@@ -100,7 +100,7 @@ def _pad(p):
     from fuzzharness.oracles import numerics
 
     wl = workloads["pad"]
-    value = float(numerics.round_to(np.float64(wl._value(p)[1]), p["dtype"]).astype(np.float64))
+    value = float(numerics.round_to(np.float64(wl.pad_value(p)[1]), p["dtype"]).astype(np.float64))
     pads = [tuple(x) for x in p["pads"]]
     return [f"out = np.pad(A, {pads}, constant_values={_lit(value)})"]
 
@@ -109,8 +109,8 @@ def _pool2d(p):
     from fuzzharness.generators.workloads.base import lowest_value
 
     wl = workloads["pool2d"]
-    _, acc, _ = wl._dt(p)
-    oh, ow = wl._oh(p), wl._ow(p)
+    _, acc, _ = wl.io_dtypes(p)
+    oh, ow = wl.out_h(p), wl.out_w(p)
     s, pad, kh, kw = p["stride"], p["pad"], p["KH"], p["KW"]
     nchw = p["layout"] == "NCHW"
     fill = _lit(lowest_value(acc)) if p["kind"] == "max" else "0.0"

@@ -47,6 +47,11 @@ from fuzzharness.oracles.program import Numerics
 _BASELINES: dict[tuple[str, str, str], Any] = {}
 
 
+def clear_baseline_cache() -> None:
+    """Forget the compiled unscheduled programs (a benchmark that times building them)."""
+    _BASELINES.clear()
+
+
 def run_case(execution: Execution, result: CaseRun) -> None:
     """Run a TIR case's stages, filling ``result`` (its verdict last)."""
     case, stage = execution.case, execution.stage

@@ -58,7 +58,7 @@ class Pool(GraphOp):
         require(0 <= attrs["padding"] < min(kh, kw) and attrs["strides"] >= 1,
                 f"{self.name}: padding must be smaller than the window")
         p = _params(shapes[0], attrs)
-        oh, ow = _POOL._oh(p), _POOL._ow(p)
+        oh, ow = _POOL.out_h(p), _POOL.out_w(p)
         require(oh >= 1 and ow >= 1, f"{self.name}: the window is larger than the padded input")
         n = shapes[0][0]
         c = shapes[0][1] if attrs["layout"] == "NCHW" else shapes[0][3]
