@@ -111,10 +111,7 @@ def campaign_findings(conn: sqlite3.Connection, known: KnownBugs, root: str | Pa
         if not Status(symptom).is_finding:
             continue
         sig = Signature.from_dict(json.loads(sig_json))
-        rec = repros.get(key)
-        if key in via and not (rec and rec.get("reproduced")):
-            rec = repros.get(via[key])
-        m, rc_key = _classify(known, sig, rec, tvm_version)
+        m, rc_key, _ = known_of_bucket(known, sig, repro_for(key, repros, via), tvm_version)
         bug = m.bug if m is not None else None
         f = Finding(key, title, symptom, stage, severity(symptom, stage), int(n), float(first),
                     float(last), int(example), known_id=bug.id if bug else "",
@@ -133,15 +130,32 @@ def campaign_findings(conn: sqlite3.Connection, known: KnownBugs, root: str | Pa
     return out
 
 
-def _classify(known: KnownBugs, sig: Signature, rec: dict[str, Any] | None,
-              tvm_version: str | None) -> tuple[Match | None, str]:
-    """The known bug of a bucket: by its minimized case's root cause when it has a verified
-    repro (certain either way), else by its raw signature (maybe only probably)."""
+def repro_for(key: str, repros: dict[str, dict[str, Any]], via: dict[str, str]
+              ) -> dict[str, Any] | None:
+    """The repro that speaks for bucket ``key``: its own verified one, else — a bucket
+    attached unminimized (``via``: bucket → the bucket whose repro it was attached to) —
+    that root cause's."""
+    rec = repros.get(key)
+    if key in via and not (rec and rec.get("reproduced")):
+        rec = repros.get(via[key])
+    return rec
+
+
+def known_of_bucket(known: KnownBugs, sig: Signature, rec: dict[str, Any] | None,
+                    tvm_version: str | None) -> tuple[Match | None, str, bool]:
+    """(the known bug, the root-cause key, whether a minimized case decided) of a bucket: by
+    its verified repro's root cause when it has one (certain either way), else by its raw
+    signature (maybe only probably).  The one rule behind the summary, ``--json``,
+    ``status`` and the report (``rec``'s JSON fields decoded or not)."""
     if rec and rec.get("reproduced") and rec.get("root_cause_fields") and rec.get("signature"):
-        rc = RootCause.from_dict(json.loads(rec["root_cause_fields"]))
-        msig = Signature.from_dict(json.loads(rec["signature"]))
-        return known.classify(msig, tvm_version, rc), rec.get("root_cause") or ""
-    return known.classify(sig, tvm_version), ""
+        rc = RootCause.from_dict(_decoded(rec["root_cause_fields"]))
+        msig = Signature.from_dict(_decoded(rec["signature"]))
+        return known.classify(msig, tvm_version, rc), rec.get("root_cause") or "", True
+    return known.classify(sig, tvm_version), "", False
+
+
+def _decoded(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
 
 
 def _repros(conn: sqlite3.Connection, tables: set[str]) -> dict[str, dict[str, Any]]:

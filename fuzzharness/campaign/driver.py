@@ -51,9 +51,9 @@ from pathlib import Path
 from typing import Any
 
 from fuzzharness.backends.rpc import ENV as RPC_ENV
-from fuzzharness.buckets.findings import SEVERITIES, severity
+from fuzzharness.buckets.findings import SEVERITIES, known_of_bucket, repro_for, severity
 from fuzzharness.buckets.known_bugs import KnownBug, KnownBugs, Match
-from fuzzharness.buckets.root_causes import RootCause, distinct_bugs
+from fuzzharness.buckets.root_causes import distinct_bugs
 from fuzzharness.buckets.signatures import Signature
 from fuzzharness.campaign import coverage
 from fuzzharness.campaign.confirm import Change, Confirmer
@@ -443,21 +443,16 @@ class Campaign:
         db = db or self.db
         stats = db.bucket_stats()
         repros = {r["bucket"]: r for r in db.repros()}
-        for bucket, a in db.attachments().items():  # attached unminimized: as its root cause's repro
-            if bucket not in repros and a["via"] in repros:
-                repros[bucket] = repros[a["via"]]
+        via = {bucket: a["via"] for bucket, a in db.attachments().items()}
         out = []
         for b in db.buckets():
             sig = b["signature"]
             st = stats.get(b["key"], {})
             m, root, minimized, raw = None, "", False, None
             if sig.is_finding or sig.is_note:
-                raw = m = self.known.classify(sig, tvm_version)
-                r = repros.get(b["key"])
-                if r is not None and r["reproduced"] and r.get("root_cause_fields") and r.get("signature"):
-                    minimized, root = True, r.get("root_cause") or ""
-                    m = self.known.classify(Signature.from_dict(r["signature"]), tvm_version,
-                                            RootCause.from_dict(r["root_cause_fields"]))
+                raw = self.known.classify(sig, tvm_version)
+                m, root, minimized = known_of_bucket(self.known, sig,
+                                                     repro_for(b["key"], repros, via), tvm_version)
             out.append(BucketReport(
                 b["key"], b["title"], sig, b["count"], b["example_idx"],
                 m.bug if m is not None else None,
