@@ -480,3 +480,42 @@ def test_a_defect_made_before_the_first_failing_step_is_blamed_on_its_step():
     assert rc[copy].step == "reindex_cache_write" and rc[copy].evidence == "ir_shape"
     assert len({rc[late].key, rc[copy].key, rc[pad_max].key}) == 3
     assert now[copy]["known"] is None and now[pad_max]["known"] is None
+
+
+#: camp16 (seed 17) bucket 746e6258, minimized: pad_einsum of a cache_read block compute_at'ed
+#: under pool2d's pad loop that also carries a software pipeline (two annotate instructions)
+PIPELINED_PAD_EINSUM = {
+    "format": 1, "inputs": {"distribution": "small_ints", "seed": 79564}, "oracle": {"mode": "exact"},
+    "pass_config": {"tirx.UnrollLoop": {"auto_max_step": 16}}, "target": {"kind": "llvm"},
+    "schedule": {"source": "random", "trace": [[
+        ["GetSBlock", [], ["pad", "main"], ["b0"]], ["GetLoops", ["b0"], [], ["l1", "l2", "l3", "l4"]],
+        ["CacheRead", ["b0", []], [0, "local"], ["b9"]], ["ComputeAt", ["b9", "l3"], [0, -1], []],
+        ["Annotate", ["l3", [0, 1]], ["software_pipeline_stage"], []],
+        ["Annotate", ["l3", [1, 0]], ["software_pipeline_order"], []],
+        ["GetSBlock", [], ["I_local", "main"], ["b10"]], ["PadEinsum", ["b10"], [[4, 1, 1, 4]], []]], []]},
+    "workload": {"name": "pool2d", "params": {
+        "C": 1, "H": 1, "KH": 1, "KW": 1, "N": 2, "W": 15, "count_include_pad": True,
+        "dtype": "float16", "kind": "avg", "layout": "NHWC", "pad": 1, "stride": 3}}}
+
+
+@pytest.mark.slow
+def test_a_located_step_is_compared_by_instructions_not_primitives():
+    """The located step (the 5th schedule instruction: the pipeline is two annotations) and
+    the first failing one (the last, pad_einsum) are one step: the campaign that found this
+    case compared 5 with a primitive count of 4 and kept the step_site key, a second root
+    cause for the known pad_einsum bug."""
+    from fuzzharness.buckets.root_causes import root_cause
+    from fuzzharness.buckets.signatures import signature
+    from fuzzharness.core.case import Case
+    from fuzzharness.engine.pool import WorkerPool
+    from fuzzharness.minimize import step_bisect
+
+    case = Case.from_dict(PIPELINED_PAD_EINSUM)
+    with WorkerPool(1, timeout=120) as pool:
+        v = next(iter(pool.run([{"task": 0, "case": case.to_dict()}]))).verdict
+    sig = signature(case.to_dict(), v)
+    assert sig is not None and sig.symptom == "crash", v.line()
+    step, facts, site = step_bisect.culprit_step(case, sig)
+    assert step == "pad_einsum" and "binding_outside_domain" in facts, (step, facts)
+    rc = root_cause(case.to_dict(), sig, "", step, facts, site)
+    assert rc.evidence == "ir_shape" and rc.located == ("binding_outside_domain",)

@@ -208,11 +208,12 @@ def conclude(case: Case, target: Signature, candidates: Sequence[tuple[str, Case
     prims = primitive_sequence(probed_trace(case)[1])
     step, facts, prefix = first_failing(target, candidates, verdicts, prims[-1])
     located = _located(case) if step else None
-    if located and located[0] <= _position(prefix, len(prims)):
+    at = _position(prefix, probed_trace(case)[1])
+    if located and located[0] <= at:
         # the first failing prefix shows a defect an earlier (or the same) step made: that
         # step is the culprit (its prefix's facts are the defect's, plus the failing
         # prefix's own when they are one prefix)
-        same = located[0] == _position(prefix, len(prims))
+        same = located[0] == at
         _, step, made, prefix = located
         facts = tuple(sorted({*made, *(facts if same else ())}))
     return step, facts, site_facts(prefix or case) if step else ()
@@ -229,10 +230,14 @@ def _located(case: Case) -> tuple[int, str, tuple[str, ...], Case | None] | None
     return position, step, made, None if cut is None else with_trace(case, probed_trace(case)[0], cut)
 
 
-def _position(case: Case | None, whole: int) -> int:
-    """How many schedule steps the probed trace of ``case`` has (``whole`` for None)."""
+def _position(case: Case | None, whole: object) -> int:
+    """How many schedule steps (instructions that are not lookups or samplers, as
+    :func:`fuzzharness.minimize.located.located_step` counts them) the probed trace of
+    ``case`` has (of the ``whole`` trace for None).  Not the primitive sequence's length:
+    one primitive can be several instructions (a software pipeline's two annotations)."""
     probed = probed_trace(case) if case is not None else None
-    return len(primitive_sequence(probed[1])) if probed else whole
+    trace = probed[1] if probed else whole
+    return sum(1 for inst in trace_edit.instructions(trace) if not trace_edit.is_pure(inst))
 
 
 def the_failing_function(case: Case, target: Signature, *, timeout: float = 20.0) -> Case | None:
