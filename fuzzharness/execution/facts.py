@@ -166,14 +166,14 @@ def _binding_outside_domain(mod) -> bool:
                 return True
         return False
 
-    found: list = []
     for _, func in mod.functions.items():
         enclosing.clear()
         realizes: list = []
         tvm_ffi.structural_walk(func, [(tirx.For, on_for)])
         tvm_ffi.structural_walk(func, [(s_tir.SBlockRealize, realizes.append)])
-        found += [r for r in realizes if outside(r)]
-    return bool(found)
+        if any(outside(r) for r in realizes):
+            return True
+    return False
 
 
 def _reduction_init_missing(mod) -> bool:

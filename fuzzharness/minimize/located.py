@@ -49,12 +49,10 @@ def located_step(case: Case) -> Located | None:
     whole = set(located_facts(replay_trace(func, trace).mod))
     if not whole:
         return None
-    insts = trace_edit.instructions(trace)
-    steps = [i for i, inst in enumerate(insts) if not trace_edit.is_pure(inst)]
+    steps = trace_edit.step_indices(trace)
     for position, j in enumerate(steps, start=1):
         last = j == steps[-1]
-        cut = trace if last else \
-            trace_edit.drop_dead_lookups(trace_edit.remove(trace, range(j + 1, len(insts))))
+        cut = trace if last else trace_edit.prefix_through(trace, j)
         found = whole & set(located_facts(replay_trace(func, cut).mod))
         if found:
             return position, primitive_sequence(cut)[-1], tuple(sorted(found)), None if last else cut

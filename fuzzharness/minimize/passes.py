@@ -110,8 +110,7 @@ def ddmin_trace(case: Case, get: Callable[[Case], Any], put: Callable[[Case, Any
 
     while True:
         case = ddmin(case, units, remove, first_interesting, should_stop)
-        insts = trace_edit.instructions(get(case))
-        steps = [i for i, inst in enumerate(insts) if not trace_edit.is_pure(inst)]
+        steps = trace_edit.step_indices(get(case))
         if should_stop() or not 2 <= len(steps) <= PAIR_LIMIT:
             return case
         candidates = [c for c in (remove(case, list(pair)) for pair in combinations(steps, 2))

@@ -94,11 +94,10 @@ def prefixes(case: Case) -> list[tuple[str, Case]]:
     if probed is None:
         return []
     name, trace = probed
-    insts = trace_edit.instructions(trace)
-    steps = [i for i, inst in enumerate(insts) if not trace_edit.is_pure(inst)]
+    steps = trace_edit.step_indices(trace)
     out = []
     for j in [-1, *steps[:-1]]:
-        cut = trace_edit.drop_dead_lookups(trace_edit.remove(trace, range(j + 1, len(insts))))
+        cut = trace_edit.prefix_through(trace, j)
         prims = primitive_sequence(cut)
         if j >= 0 and not prims:
             continue
@@ -205,10 +204,10 @@ def conclude(case: Case, target: Signature, candidates: Sequence[tuple[str, Case
     (:func:`first_failing`), or the step that made a located defect the whole case has when
     it comes no later (:mod:`fuzzharness.minimize.located`), that prefix's facts and the
     site the step acted on."""
-    prims = primitive_sequence(probed_trace(case)[1])
-    step, facts, prefix = first_failing(target, candidates, verdicts, prims[-1])
+    trace = probed_trace(case)[1]
+    step, facts, prefix = first_failing(target, candidates, verdicts, primitive_sequence(trace)[-1])
     located = _located(case) if step else None
-    at = _position(prefix, probed_trace(case)[1])
+    at = _position(prefix, trace)
     if located and located[0] <= at:
         # the first failing prefix shows a defect an earlier (or the same) step made: that
         # step is the culprit (its prefix's facts are the defect's, plus the failing
@@ -237,7 +236,7 @@ def _position(case: Case | None, whole: object) -> int:
     one primitive can be several instructions (a software pipeline's two annotations)."""
     probed = probed_trace(case) if case is not None else None
     trace = probed[1] if probed else whole
-    return sum(1 for inst in trace_edit.instructions(trace) if not trace_edit.is_pure(inst))
+    return len(trace_edit.step_indices(trace))
 
 
 def the_failing_function(case: Case, target: Signature, *, timeout: float = 20.0) -> Case | None:

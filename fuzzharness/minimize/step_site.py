@@ -53,8 +53,7 @@ __all__ = ["SITE_FACTS", "last_step_index", "program_and_trace", "site_facts"]
 
 def last_step_index(trace: Any) -> int | None:
     """The index of the trace's last schedule step (not a lookup or a sampler)."""
-    insts = trace_edit.instructions(trace)
-    steps = [i for i, inst in enumerate(insts) if not trace_edit.is_pure(inst)]
+    steps = trace_edit.step_indices(trace)
     return steps[-1] if steps else None
 
 

@@ -52,6 +52,18 @@ def is_pure(inst: list[Any]) -> bool:
     return isinstance(inst[0], str) and inst[0].startswith(PURE_PREFIXES)
 
 
+def step_indices(trace: Any) -> list[int]:
+    """The indices of the trace's schedule steps: instructions that are not lookups or
+    samplers (a primitive can be several: a software pipeline's two annotations)."""
+    return [i for i, inst in enumerate(instructions(trace)) if not is_pure(inst)]
+
+
+def prefix_through(trace: Any, index: int) -> Trace:
+    """The trace cut after instruction ``index`` (-1: no instruction), without the lookups
+    nothing kept uses."""
+    return drop_dead_lookups(remove(trace, range(index + 1, len(instructions(trace)))))
+
+
 def _strings(x: Any) -> Iterator[str]:
     if isinstance(x, str):
         yield x
