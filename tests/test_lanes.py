@@ -3,6 +3,7 @@ bucket goes to a fresh lane, and the verified repros land in the owner's databas
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 
@@ -48,8 +49,14 @@ def test_a_dead_lane_costs_one_bucket_and_the_others_go_on(tmp_path, plugin_env)
     others = [by_key[k] for k in keys if k != killed[0]]
     assert all(o.status == "reproduced" for o in others), [(o.status, o.note) for o in others]
     stored = {r["bucket"]: r for r in db.repros()}
-    assert set(stored) == {o.key for o in others} and all(r["root_cause"] for r in stored.values())
+    assert set(stored) == set(keys)
+    assert all(stored[o.key]["reproduced"] and stored[o.key]["root_cause"] for o in others)
+    # the lost one is recorded as an attempt that failed, not left as "not minimized"
+    lost = stored[killed[0]]
+    assert not lost["reproduced"] and not lost["root_cause"] and "failed" in lost["notes"][0]
     db.close()
+    st = json.loads(run_cli("status", out, "--json").stdout)
+    assert st["repros"]["not reproduced"] == 1 and st["repros"]["not minimized"] == 0, st["repros"]
 
 
 def test_buckets_of_a_root_cause_already_found_are_attached_not_minimized(tmp_path):

@@ -110,13 +110,13 @@ def test_a_step_whose_lookups_are_made_inside_its_call_still_gets_its_site():
         sites += [tuple(s.site) for s in steps if s.outcome == "accepted"]
         if len(sites) >= 3:
             break
-    assert sites and set(sites) == {("site_reduction", "site_reduction_not_sum")}, sites
+    assert sites and set(sites) == {("site_padding_not_neutral", "site_reduction", "site_reduction_not_sum")}, sites
 
 
 def test_a_reduction_site_says_whether_its_combiner_is_a_sum():
     """A sum's block and its reduction loop are ``site_reduction``; a max's are also
-    ``site_reduction_not_sum`` (its identity is not 0: a bias cannot be folded into it,
-    padding with 0 is not neutral); the spatial loop is neither."""
+    ``site_reduction_not_sum`` (its identity is not 0: a bias cannot be folded into it) and
+    ``site_padding_not_neutral`` (padding with 0 changes it); the spatial loop is neither."""
     from tvm import s_tir
 
     from fuzzharness.generators.schedules.site_classes import site_classes
@@ -130,5 +130,5 @@ def test_a_reduction_site_says_whether_its_combiner_is_a_sum():
         return [site_classes(sch, [x]) for x in (block, i, j)]
 
     assert classes("sum") == [("site_reduction",), (), ("site_reduction",)]
-    not_sum = ("site_reduction", "site_reduction_not_sum")
+    not_sum = ("site_padding_not_neutral", "site_reduction", "site_reduction_not_sum")
     assert classes("max") == classes("min") == [not_sum, (), not_sum]

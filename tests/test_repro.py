@@ -409,6 +409,37 @@ def test_a_version_8_database_joins_placements_a_hiding_wrapper_misled(tmp_path)
     db.close()
 
 
+def test_a_version_11_database_keeps_a_padded_max_apart_from_a_padded_unused_iterator(tmp_path):
+    """11 → 12: identity 7 keys pad_einsum by whether zero padding is neutral.  A stored
+    pad_einsum root cause of a max (identity 6: its site says the combiner is not a sum) gets
+    the class; a sum's stays without it — two root causes, rekeyed, attachments moved."""
+    from fuzzharness.campaign.db import ResultsDB
+
+    db = ResultsDB(tmp_path, create=True)
+    db.create_campaign(1, {}, {})
+    db.close()
+    v6 = {"symptom": "wrong_output", "stage": "verify", "options": [], "facts": [], "culprit": "",
+          "detail": "", "site": "", "workload": "", "dtype": "", "evidence": "step_site",
+          "version": 6, "step": "pad_einsum", "step_facts": [], "primitives": ["pad_einsum"]}
+    con = sqlite3.connect(tmp_path / "results.sqlite")
+    for bucket, site in (("b1", ["site_reduction", "site_reduction_not_sum"]), ("b2", ["site_reduction"])):
+        con.execute("INSERT INTO repros(bucket, reproduced, runs, created, length, path, title, "
+                    "root_cause, root_cause_fields) VALUES (?, 1, 1, 0, 2, ?, 't', ?, ?)",
+                    (bucket, f"/r/{bucket}", f"v6-{bucket}", json.dumps(v6 | {"step_site": site})))
+    con.execute("INSERT INTO attachments VALUES ('b3', 'v6-b1', 'ir_shape', 'b1', 0)")
+    con.execute("UPDATE meta SET value = '11' WHERE key = 'schema'")
+    con.commit()
+    con.close()
+    db = ResultsDB(tmp_path)
+    rows = {r["bucket"]: r for r in db.repros()}
+    assert "site_padding_not_neutral" in rows["b1"]["root_cause_fields"]["step_site"]
+    assert "site_padding_not_neutral" not in rows["b2"]["root_cause_fields"]["step_site"]
+    assert rows["b1"]["root_cause"] != rows["b2"]["root_cause"]
+    assert not rows["b1"]["root_cause"].startswith("v6-")
+    assert db.attachments()["b3"]["root_cause"] == rows["b1"]["root_cause"]
+    db.close()
+
+
 # -- the regression corpus ----------------------------------------------------------------------------
 def test_committed_corpus_entries_are_well_formed():
     from fuzzharness.repro.corpus import entries

@@ -203,6 +203,47 @@ def test_whether_a_reduction_is_a_sum_keys_only_the_steps_that_depend_on_it():
     assert rc("merge", red).key == rc("merge", not_sum).key
 
 
+def test_whether_zero_padding_is_neutral_keys_only_the_padding_step():
+    """pad_einsum padding a max, or a variance's (x - mean)², with 0 is one bug; padding an
+    iterator a transformed output no longer uses is another at the same step and site
+    (held-out seed 11 merged them as (pad_einsum, site_reduction)).  The class does not key
+    other steps; a stored pad_einsum root cause of a max (before the class) gets it."""
+    def rc(step, site):
+        return root_cause(case_with("PadEinsum"), wrong(step), "", step, (), site)
+
+    red = ("site_reduction",)
+    max_ = ("site_padding_not_neutral", "site_reduction", "site_reduction_not_sum")
+    variance = ("site_padding_not_neutral", "site_reduction")
+    assert rc("pad_einsum", max_).key == rc("pad_einsum", variance).key
+    assert rc("pad_einsum", red).key != rc("pad_einsum", variance).key
+    assert rc("merge", red).key == rc("merge", variance).key
+    v6 = rc("pad_einsum", ("site_reduction", "site_reduction_not_sum")).to_dict() | {"version": 6}
+    assert RootCause.from_dict(v6).key == rc("pad_einsum", max_).key
+
+
+@pytest.mark.parametrize("case_id, block, neutral", [
+    ("seed11/86062fe24a8d6877", "var", False), ("seed11/86062fe24a8d6877", "mean", True),
+    ("seed7/b33c1c453ad6f4a0", "max", False), ("seed7/b33c1c453ad6f4a0", "sum", True),
+    ("seed11/b334dc25b97951ec", "C", True), ("seed11/21c2e7d2daf5a649", "argmax", False)])
+def test_zero_padding_neutral_reads_the_reduction_body(case_id, block, neutral):
+    """The site class computed from the program (the labelled benchmark's workloads): a sum
+    of terms that vanish at 0 is neutral (a mean, a softmax's sum of exps already computed,
+    a batch matmul); a max, an argmax and a variance's (x - mean)² (mean² at x = 0) are not."""
+    import tvm_ffi
+    from tvm import s_tir
+
+    from fuzzharness.generators.schedules.site_classes import _zero_padding_neutral
+    from fuzzharness.generators.workloads import workloads
+
+    records = {r["id"]: r for r in json.loads((ROOT / "benchmarks/dedup/cases.json").read_text())}
+    case = Case.from_dict(records[case_id]["case"])
+    blocks: list = []
+    tvm_ffi.structural_walk(workloads[case.workload_name].prim_func(case.params).body,
+                            [(s_tir.SBlock, blocks.append)])
+    (b,) = [b for b in blocks if b.name_hint == block]
+    assert _zero_padding_neutral(b) is neutral
+
+
 def test_a_record_from_before_step_sites_stays_a_trigger():
     """A version-2 root cause has a step but never read its site: keyed by the step alone it
     would merge different bugs at one primitive, so it stays a trigger."""

@@ -198,6 +198,9 @@ def _repro_of(f: Finding, rec: dict[str, Any] | None, root: Path, minimize_off: 
             f.repro_status = "not reproduced"
             lines = [ln for ln in str(rec.get("output") or "").splitlines() if ln.strip()]
             code = rec.get("exit_code")
+            if code is None and rec.get("notes"):  # no script ran: what the minimizer said
+                f.repro_note = str(list(rec["notes"])[0])[:160]
+                return
             f.repro_note = (f"the script exited {code}" if code is not None else "no exit status")
             if lines:
                 f.repro_note += f": {lines[-1].strip()[:120]}"

@@ -84,8 +84,8 @@ KERNEL_STAGES = ("run", "verify", "baseline")
 #: 2: evidence types, no culprit; 3: step_site evidence, graphs keyed without operators;
 #: 4: a placement step on a site whose dependence a wrapper hides is keyed by the wrapper;
 #: 5: the variants of a primitive TVM builds with one function are keyed as one step;
-#: 6: located mechanisms)
-VERSION = 6
+#: 6: located mechanisms; 7: a padding step keeps ``site_padding_not_neutral``)
+VERSION = 7
 #: primitives that place a block (a copy, a moved producer or consumer) where the
 #: dependences read from the blocks' *declared* regions allow
 PLACEMENT_STEPS = frozenset({"cache_read", "cache_write", "reindex", "reindex_cache_read",
@@ -104,6 +104,11 @@ _HIDING_SITE = ("site_dependence_hidden", "site_nested")
 #: class split one bug by workload (benchmarks/dedup_precision.py: 1.29 → 1.36 root causes
 #: per bug on the tuning seed when every step kept it)
 COMBINER_STEPS = frozenset({"fuse_reduction_epilogue"})
+#: steps that pad a reduction's inputs with 0: only their key keeps
+#: ``site_padding_not_neutral`` — padding a max or a variance's ``(x - mean)²`` with 0 is one
+#: bug, padding an iterator a transformed output no longer uses another (dedup_precision's
+#: held-out seed merged them as (pad_einsum, site_reduction))
+PADDING_STEPS = frozenset({"pad_einsum"})
 #: schedule facts that name a bug's mechanism in the program TVM lowers
 #: (fuzzharness.execution.facts): a wrong output with one of them is that bug, whatever route
 #: reached it.  Only facts of *one* faulty place qualify: ``reduction_init_missing`` and
@@ -261,13 +266,15 @@ class RootCause:
         """The step and site classes a ``step_site`` root cause is keyed by (see the module
         docstring: a placement step misled by a wrapper that hides a dependence is keyed by
         the wrapper; a :data:`STEP_FAMILY` variant by its family; whether a reduction is a sum
-        counts only for :data:`COMBINER_STEPS`)."""
+        counts only for :data:`COMBINER_STEPS`, whether padding with 0 is neutral only for
+        :data:`PADDING_STEPS`)."""
         if "site_dependence_hidden" in self.step_site and self.step in PLACEMENT_STEPS:
             return HIDDEN_DEPENDENCE_STEP, tuple(f for f in self.step_site if f in _HIDING_SITE)
         step = STEP_FAMILY.get(self.step, self.step)
-        if self.step not in COMBINER_STEPS:
-            return step, tuple(f for f in self.step_site if f != "site_reduction_not_sum")
-        return step, self.step_site
+        dropped = {"site_reduction_not_sum"} if self.step not in COMBINER_STEPS else set()
+        if self.step not in PADDING_STEPS:
+            dropped.add("site_padding_not_neutral")
+        return step, tuple(f for f in self.step_site if f not in dropped)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -289,6 +296,9 @@ class RootCause:
         if int(d.get("version") or 1) < VERSION:
             if d.get("culprit") != SCHEDULE_CULPRIT:
                 d["culprit"] = ""
+            if d.get("step") in PADDING_STEPS and "site_reduction_not_sum" in d["step_site"]:
+                # before version 7: a combiner that is not a sum is a padding that is not neutral
+                d["step_site"] = tuple(sorted({*d["step_site"], "site_padding_not_neutral"}))
             d["evidence"], d["version"] = "", VERSION
             rc = cls(**d)
             if rc.evidence == "step_site" and not had_site:

@@ -86,7 +86,7 @@ if TYPE_CHECKING:
     from fuzzharness.buckets.signatures import Signature
 
 APPLICATION = "tvm-fuzzharness"
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 DB_NAME = "results.sqlite"
 
 SCHEMA = """
@@ -334,7 +334,7 @@ class ResultsDB:
                 self._rekey_root_causes()
         if schema < 7:
             self.conn.executescript(SCHEMA)  # the baseline table (run --baseline)
-        if 6 <= schema < 11:  # (below 6, the rekey above already keyed them the current way)
+        if 6 <= schema < 12:  # (below 6, the rekey above already keyed them the current way)
             with self.conn:
                 self._rekey_root_causes()
         with self.conn:

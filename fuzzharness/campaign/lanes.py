@@ -309,6 +309,8 @@ class Lanes:
         res = BucketRepro(**{**r, "dir": Path(r["dir"]) if r.get("dir") else None})
         if done.get("record") is not None:
             self.db.add_repro(done["record"])
+        else:
+            self._record_attempt(lane.job, res)
         self.results.append(res)
         lane.job = None
         self.say(f"bucket {res.key}: {res.status}"
@@ -321,13 +323,31 @@ class Lanes:
         lane.alive = False
         if lane.job is not None:
             b = lane.job
-            self.results.append(BucketRepro(b["key"], b["title"], b["count"], "failed", note=why))
+            res = BucketRepro(b["key"], b["title"], b["count"], "failed", note=why,
+                              seconds=time.monotonic() - (lane.job_started or time.monotonic()))
+            self._record_attempt(b, res)
+            self.results.append(res)
             self.say(f"bucket {b['key']}: failed ({why})")
             lane.job = None
         mine = f"{TASK_PREFIX}{lane.id}:"
         self._queue = collections.deque(t for t in self._queue if not t["task"].startswith(mine))
         lane.outbox.put(None)
         del self._lanes[lane.id]
+
+    def _record_attempt(self, bucket: dict[str, Any] | None, res: BucketRepro) -> None:
+        """Store the outcome of a minimization that wrote no repro (it did not reproduce at
+        start, no standalone script, the lane died or was stopped at the cap), so that
+        ``status`` and the report say what happened to the bucket instead of "not
+        minimized"; a later session offers it again (only verified repros are final)."""
+        earlier = self.db.repro(res.key)
+        if bucket is None or (earlier is not None and earlier["reproduced"]):
+            return
+        self.db.add_repro({
+            "bucket": res.key, "signature": bucket["signature"].to_dict(), "reproduced": False,
+            "runs": 0, "output": res.note, "original_length": res.original_length,
+            "length": res.length, "minimize_seconds": round(res.seconds, 1),
+            "minimize_runs": res.runs, "title": res.title,
+            "notes": [f"{res.status}: {res.note}" if res.note else res.status]})
 
     def _kill(self, lane: _Lane, why: str) -> None:
         _killpg(lane.proc)

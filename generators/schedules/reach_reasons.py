@@ -41,6 +41,11 @@ CLASS_REASONS: dict[str, str] = {
         "Inside a non-root block: a loop_partition piece, a blockize inner block, or a T.init "
         "block (3‰). Needs such a step first; TVM then takes the wrapper as the scope root."
     ),
+    "site_padding_not_neutral": (
+        "A reduction for which reading 0 in place of its inputs changes the result: every "
+        "not-sum reduction, and sums of terms not 0 at 0 (layer_norm's variance, graph "
+        "softmax/exp sums over a raw input). What pad_einsum's zero padding gets wrong."
+    ),
     "site_reduction": (
         "A block with a reduction iterator, or a loop bound to one (matmul, conv, pool, "
         "reduce...). Common, but TVM refuses spatial-only moves there (inline, parallel, "

@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-SITE_FACTS = ("site_dependence_hidden", "site_nested", "site_reduction",
+import numpy as np
+
+SITE_FACTS = ("site_dependence_hidden", "site_nested", "site_padding_not_neutral", "site_reduction",
               "site_reduction_not_sum", "site_shares_loop", "site_shares_outer_loop")
 
 
@@ -94,6 +96,8 @@ def _classes(stmt, sref) -> set[str]:
             out.add("site_reduction")
             if not _sums(stmt):
                 out.add("site_reduction_not_sum")
+            if not _zero_padding_neutral(stmt):
+                out.add("site_padding_not_neutral")
         loops = _loops_above(sref)  # not sch.get_loops: that is traced
         if loops and _blocks_under(loops[-1]) > 1:
             out.add("site_shares_loop")
@@ -107,6 +111,8 @@ def _classes(stmt, sref) -> set[str]:
             out.add("site_reduction")
             if not all(_sums(b) for b in reductions):
                 out.add("site_reduction_not_sum")
+            if not all(_zero_padding_neutral(b) for b in reductions):
+                out.add("site_padding_not_neutral")
     if _inside_a_block(sref):
         out.add("site_nested")
     return out
@@ -171,6 +177,62 @@ def _sums(block) -> bool:
         if not isinstance(value, tirx.Add | tirx.Sub):
             return False
     return bool(stores)
+
+
+def _zero_padding_neutral(block) -> bool:
+    """Whether reading 0 from every buffer the reduction ``block`` indexes by a reduction
+    iterator leaves its result unchanged — what ``pad_einsum``'s zero padding of the
+    reduction axis assumes.  Not for max/min/argmax (identity not 0), nor for a sum of a
+    term that is not 0 at 0 (a variance's ``(x - mean)²``, a softmax's ``exp(x - max)``);
+    a sum whose term cannot be evaluated counts as neutral (no claim)."""
+    import tvm_ffi
+    from tvm import tirx
+
+    from fuzzharness.oracles.index_eval import Unevaluable, evaluate
+
+    if not _sums(block):
+        return False
+    reduce_vars = [iv.var for iv in block.iter_vars if int(iv.iter_type) == 2]
+    rng = np.random.default_rng(0)  # fixed: a function of the program alone
+
+    def indexed_by_reduction(load) -> bool:
+        used: list = []
+        for index in load.indices:
+            tvm_ffi.structural_walk(index, [(tirx.Var, used.append)])
+        return any(u.same_as(v) for u in used for v in reduce_vars)
+
+    def loads(load):
+        return 0.0 if indexed_by_reduction(load) else rng.uniform(0.5, 2.0, size=4)
+
+    stores: list = []
+    tvm_ffi.structural_walk(block.body, [(tirx.BufferStore, stores.append)])
+    for store in stores:
+        value = store.value
+        while isinstance(value, tirx.Cast):
+            value = value.value
+        if not isinstance(value, tirx.Add):
+            continue  # a Sub: x - term, also neutral exactly when the term is 0
+        own = [side for side in (value.a, value.b) if _loads_from(side, store.buffer)]
+        terms = [side for side in (value.a, value.b) if not any(side.same_as(o) for o in own)]
+        if len(own) != 1 or len(terms) != 1:
+            continue
+        try:
+            term = evaluate(terms[0], {}, loads)
+        except Unevaluable:
+            continue
+        if not np.all(np.asarray(term) == 0):
+            return False
+    return True
+
+
+def _loads_from(expr, buffer) -> bool:
+    """Whether ``expr`` is (a cast of) a load of ``buffer``."""
+    from tvm import tirx
+    from tvm.ir.expr import TensorLoad  # what tirx.BufferLoad builds
+
+    while isinstance(expr, tirx.Cast):
+        expr = expr.value
+    return isinstance(expr, TensorLoad) and expr.source.same_as(buffer)
 
 
 def _inside_a_block(sref) -> bool:

@@ -57,7 +57,7 @@ class TirKind(CaseKind):
         if case.target.get("kind") != "llvm" and verdict.stage.value in ("run", "verify"):
             return None  # the probe runs kernels on the CPU; a device kernel is not probed
         t = pass_bisect.triage(case, symptom=verdict.status.value, pattern=pattern,
-                               workdir=workdir)
+                               workdir=workdir, verdict=verdict)
         sig = signature(case.to_dict(), verdict)
         if sig is not None and not sig.has_text and case.trace:  # a schedule-level bug's step
             try:

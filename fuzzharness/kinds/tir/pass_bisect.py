@@ -17,6 +17,13 @@ Two probes, both on the minimized case, with TVM's own ``PassContext``:
   after it is kept.  When no pass is implicated the scheduled TIR is already wrong (or a
   required pass is at fault): the hint says so, and the issue shows the scheduled TIR.
 
+Each attempt runs the kernel as the harness's run and the repro script do — guard zones
+around every buffer, a fresh thread, a child whose heap glibc perturbs — so an out-of-bounds
+write fails here too and a read of memory nobody wrote sees the same garbage.  When the
+unmodified pipeline's attempt does not fail the way the case did, no pass is probed: a pass
+whose removal "fixes" what did not fail would be named by chance (the fix test of camp16's
+culprits failed for 19 of 27 such names before the probe ran kernels this way).
+
 Disabling a pass can itself crash TVM, so the attempts run in a child process
 (``python -m fuzzharness.kinds.tir.pass_bisect``) that reports one JSON line per pass; when it dies,
 the attempt is recorded as a crash and a fresh child continues with the next pass.
@@ -25,14 +32,18 @@ the attempt is recorded as a crash and a fresh child continues with the next pas
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from fuzzharness.backends.redzone import run_guarded
 from fuzzharness.core.case import Case
+from fuzzharness.core.hygiene import hygiene_env
 from fuzzharness.core.tvm_support import replay_trace
+from fuzzharness.core.verdict import Verdict
 from fuzzharness.execution import relayout
 from fuzzharness.kinds.tir.reference import expectation
 from fuzzharness.oracles.compare import judge
@@ -61,11 +72,12 @@ def _script(func) -> str:
 class _Probe:
     """Compile and run the case with given passes disabled; judge like the harness."""
 
-    def __init__(self, case: Case, pattern: str | None):
-
+    def __init__(self, case: Case, pattern: str | None, verdict: Verdict | None = None):
         self.case = case
         self.pattern = pattern
-        self.exp = expectation(case)
+        # the inputs and reference of the check that decided the verdict (a second input
+        # set, the same-order emulation), as the repro script has them
+        self.exp = expectation(case, verdict)
         self.mod = replay_trace(self.exp.func, case.trace).mod
 
     def attempt(self, disabled: list[str], watch: str | None = None) -> dict[str, Any]:
@@ -106,18 +118,19 @@ class _Probe:
             with tvm.transform.PassContext(opt_level=3, config=self.case.pass_config,
                                            disabled_pass=disabled, instruments=[Recorder()]):
                 lib = tvm.compile(self.mod, target=self.case.target)
-            kernel = lib["main"]
             e = self.exp
-            args = [tvm.runtime.tensor(relayout.kernel_array(e.layouts, s.name, e.inputs[s.name]))
-                    for s in e.input_specs]
-            outs = []
+            # run as the harness and the repro script do (guard zones, a fresh thread, the
+            # child's perturbed heap): an out-of-bounds write is an error here too, and a
+            # read of memory nobody wrote sees the same garbage
+            args = [relayout.kernel_array(e.layouts, s.name, e.inputs[s.name]) for s in e.input_specs]
             for o in e.output_specs:
                 shape = relayout.kernel_shape(e.layouts, o.name, o.shape)
                 dtype = _np(o.dtype)
                 fill = np.iinfo(dtype).min if np.issubdtype(dtype, np.integer) else np.nan
-                outs.append(tvm.runtime.tensor(np.full(shape, fill, dtype=dtype)))
-            kernel(*args, *outs)
-            got = {o.name: relayout.reference_array(e.layouts, o.name, t.numpy())
+                args.append(np.full(shape, fill, dtype=dtype))
+            names = [s.name for s in e.input_specs] + [o.name for o in e.output_specs]
+            outs = run_guarded(lib["main"], args, len(e.output_specs), names)
+            got = {o.name: relayout.reference_array(e.layouts, o.name, t)
                    for o, t in zip(e.output_specs, outs, strict=True)}
             j = judge(e.expected, got)
             out["result"] = "wrong" if j.status.value in ("wrong_result", "nan_inf") else "correct"
@@ -146,18 +159,23 @@ def _np(dtype: str):
 
 
 def child_main(argv: list[str]) -> int:
-    """``python -m fuzzharness.kinds.tir.pass_bisect CASE.json PATTERN START``: one JSON line per
-    attempt: first the unmodified pipeline ("base"), then each pass from index START."""
+    """``python -m fuzzharness.kinds.tir.pass_bisect CASE.json PATTERN START [VERDICT.json]``:
+    one JSON line per attempt: first the unmodified pipeline ("base"), then each pass from
+    index START."""
     from fuzzharness.core.plugins import load_plugins
 
     load_plugins()  # a plugin's workload must be known here too
     case = Case.from_json(Path(argv[0]).read_text())
     pattern = argv[1] or None
     start = int(argv[2])
-    probe = _Probe(case, pattern)
+    verdict = Verdict.from_dict(json.loads(Path(argv[3]).read_text())) if len(argv) > 3 else None
+    probe = _Probe(case, pattern, verdict)
     base = probe.attempt([])
     print(json.dumps({"base": base}), flush=True)
     names = [n for n in dict.fromkeys(base["passes"]) if n not in WRAPPERS]
+    if base["result"] == "correct":  # nothing fails here, so no pass can be what fixes it
+        print(json.dumps({"done": len(names)}), flush=True)
+        return 0
     changed = set(base.get("changed") or ())
     for i, name in enumerate(names[start:], start):
         if name not in changed:  # it left the IR as it was: disabling it changes nothing
@@ -177,10 +195,13 @@ def child_main(argv: list[str]) -> int:
 
 
 # -- the parent ----------------------------------------------------------------------------------
-def _run_child(case_path: Path, pattern: str, start: int, timeout: float) -> tuple[list[dict], int]:
-    cmd = [sys.executable, "-m", "fuzzharness.kinds.tir.pass_bisect", str(case_path), pattern, str(start)]
+def _run_child(case_path: Path, pattern: str, start: int, timeout: float,
+               verdict_path: Path | None) -> tuple[list[dict], int]:
+    cmd = [sys.executable, "-m", "fuzzharness.kinds.tir.pass_bisect", str(case_path), pattern, str(start),
+           *([str(verdict_path)] if verdict_path else [])]
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=max(1.0, timeout))
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=max(1.0, timeout),
+                           env=hygiene_env(os.environ))
         out, rc = p.stdout, p.returncode
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
@@ -195,17 +216,23 @@ def _run_child(case_path: Path, pattern: str, start: int, timeout: float) -> tup
 
 
 def triage(case: Case, *, symptom: str, pattern: str | None, workdir: Path,
-           budget: float = 90.0) -> Triage:
-    """Probe ``case`` (see the module docstring); at most ``budget`` seconds."""
+           budget: float = 90.0, verdict: Verdict | None = None) -> Triage:
+    """Probe ``case`` (see the module docstring); at most ``budget`` seconds.  ``verdict``:
+    the case's own, whose deciding check (``details["decided_by"]``) picks the inputs."""
     t0 = time.monotonic()
     result = Triage()
     path = workdir / "triage-case.json"
     path.write_text(case.to_json())
+    verdict_path = None
+    if verdict is not None:
+        verdict_path = workdir / "triage-verdict.json"
+        verdict_path.write_text(json.dumps(verdict.to_dict()))
     wrong = symptom in ("wrong_result", "nan_inf")
     start, names, base = 0, None, None
     try:
         while time.monotonic() - t0 < budget:
-            msgs, rc = _run_child(path, pattern or "", start, budget - (time.monotonic() - t0))
+            msgs, rc = _run_child(path, pattern or "", start, budget - (time.monotonic() - t0),
+                                  verdict_path)
             trying = None
             for m in msgs:
                 if "base" in m and base is None:
@@ -226,8 +253,15 @@ def triage(case: Case, *, symptom: str, pattern: str | None, workdir: Path,
                 break
     finally:
         path.unlink(missing_ok=True)
+        if verdict_path is not None:
+            verdict_path.unlink(missing_ok=True)
     if base is None:
         result.note = "the probe could not compile the case (it crashes TVM before any pass result)"
+    elif not _fails_like(base, wrong, pattern):
+        # disabling a pass cannot fix what does not fail: naming one would be a guess
+        result.implicated, result.required = [], []  # and no passes: culprit unknown
+        result.note = (f"the probe's own run of the case did not fail as the campaign's did "
+                       f"({base['result']}: {base.get('message', '')[:120]}): no pass is probed")
     else:
         result.passes = names or []
         result.raised_in = base.get("raised_in")
@@ -242,6 +276,14 @@ def triage(case: Case, *, symptom: str, pattern: str | None, workdir: Path,
     result.scheduled_tir = _scheduled(case)
     result.seconds = time.monotonic() - t0
     return result
+
+
+def _fails_like(base: dict, wrong: bool, pattern: str | None) -> bool:
+    """Whether the unmodified pipeline's attempt shows the failure being triaged: a wrong
+    output for a wrong result, the same error for an error with a pattern."""
+    if wrong:
+        return base.get("result") == "wrong"
+    return base.get("result") == "same_error" if pattern else base.get("result") != "correct"
 
 
 def _classify(result: Triage, m: dict) -> None:
@@ -264,7 +306,8 @@ def _dumps(path: Path, case: Case, name: str, budget: float) -> dict[str, str]:
            "p = _Probe(Case.from_json(Path(sys.argv[1]).read_text()), None)\n"
            "print(json.dumps(p.attempt([], watch=sys.argv[2])['ir']))", str(path), name]
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=budget)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=budget,
+                           env=hygiene_env(os.environ))
         return json.loads(p.stdout.strip().splitlines()[-1]) if p.stdout.strip() else {}
     except (subprocess.TimeoutExpired, json.JSONDecodeError, IndexError):
         return {}
