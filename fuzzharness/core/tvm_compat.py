@@ -14,6 +14,7 @@ back-filled by :func:`install`, once per process, *only where the running TVM la
 ``tvm.ir.Expr``                 same                         ``tvm.ir.PrimExpr``
 ``tvm.s_tir.SBlock`` / ``SBlockRealize``  ``tvm.tirx.SBlock`` / ...   ``tvm.tirx.SBlock`` / ...
 ``BufferRegion.source``         ``.buffer``                  ``.buffer``
+``TensorLoad.source``           ``BufferLoad.buffer``        ``BufferLoad.buffer``
 ``tvm.ir.expr.TensorLoad``      ``tvm.tirx.BufferLoad``      ``tvm.tirx.BufferLoad``
 ``tvm.ir[.expr].Call`` / ``Var``  same                         ``tvm.tirx.Call`` / ``Var``
 ``tvm_ffi.structural_walk``     same                         (none: walked with
@@ -68,6 +69,10 @@ def install() -> list[str]:
     if isinstance(tirx.BufferRegion, type) and not hasattr(tirx.BufferRegion, "source"):
         tirx.BufferRegion.source = property(lambda r: r.buffer)
         added.append("BufferRegion.source")
+    # 0.27: a load is a tvm.ir.expr.TensorLoad (has .source); before, tirx.BufferLoad (.buffer)
+    if isinstance(tirx.BufferLoad, type) and not hasattr(tirx.BufferLoad, "source"):
+        tirx.BufferLoad.source = property(lambda load: load.buffer)
+        added.append("BufferLoad.source")
     if not hasattr(tirx.IntImm("int32", 0), "ty"):  # 0.25: .dtype only
         tvm.ir.PrimExpr.ty = property(lambda e: e.dtype)
         added.append("PrimExpr.ty")
