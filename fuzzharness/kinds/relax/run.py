@@ -62,7 +62,7 @@ from fuzzharness.core.relax_pipeline import (
 from fuzzharness.core.verdict import Stage
 from fuzzharness.execution import rejections
 from fuzzharness.execution.census import census
-from fuzzharness.execution.facts import schedule_facts
+from fuzzharness.execution.facts import frontend_facts, schedule_facts
 from fuzzharness.execution.stages import CaseRun, Execution
 from fuzzharness.generators.graphs import reference
 from fuzzharness.generators.graphs.program import build_module
@@ -221,14 +221,17 @@ def run_graph(execution: Execution, result: CaseRun) -> None:
     problems = [f"the compiled graph overwrote its input(s) {', '.join(clobbered)}"] if clobbered else []
     result.verdict = execution.conclude(
         j, outputs, details={"functions": len(prim_functions(scheduled))}, problems=problems,
-        facts=lambda: graph_facts(target, scheduled))
+        facts=lambda: graph_facts(target, scheduled, legalized, schedule))
 
 
-def graph_facts(target: dict[str, Any], scheduled=None) -> list[str]:
+def graph_facts(target: dict[str, Any], scheduled=None, legalized=None,
+                schedule: dict[str, Any] | None = None) -> list[str]:
     """Facts for the bucket of a wrong answer (what the graph's ops and schedule primitives
     do not say): that it is a whole-graph case, on which runtime it ran, and the schedule
     facts of its PrimFuncs (:func:`fuzzharness.execution.facts.schedule_facts`: a mechanism
-    fact such as ``alloc_in_vectorized_loop`` is the same bug in a graph as in one kernel)."""
+    fact such as ``alloc_in_vectorized_loop`` is the same bug in a graph as in one kernel),
+    and the frontend facts of the fused functions its schedule acts on, before it did
+    (:func:`fuzzharness.execution.facts.frontend_facts`)."""
     facts = ["relax"]
     if "texture" in (target.get("keys") or []):
         facts.append("texture")
@@ -238,4 +241,8 @@ def graph_facts(target: dict[str, Any], scheduled=None) -> list[str]:
         import tvm
 
         facts += schedule_facts(tvm.IRModule(prim_functions(scheduled)))
+    if legalized is not None:  # the fused functions a schedule acts on, as FuseTIR made them
+        funcs = prim_functions(legalized)
+        facts += frontend_facts([funcs[n] for n in (schedule or {}).get("functions") or {}
+                                 if n in funcs])
     return facts
