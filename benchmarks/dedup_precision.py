@@ -16,7 +16,7 @@ classified against today's known bugs, then per seed group:
   false merges means something);
 * known bugs reported NEW: repros labelled with a known-bug id that no entry recognizes
   (goal 0), and repros of new bugs that an entry claims;
-* culprits: how many repros named a culprit pass, and how many a fix test confirmed (the
+* culprits, as stored: how many repros named a culprit pass, and how many a fix test confirmed (the
   campaign's ``finding.json``: ``culprit_confirmed``);
 * evidence types of the root causes (error text, IR shape, step and site, trigger).
 """
@@ -174,8 +174,9 @@ def report(name: str, ids: list[str], records: dict[str, dict], labels: dict[str
     named = [i for i in ids if records[i].get("culprit") not in ("", None, "schedule")]
     confirmed = [i for i in named if records[i].get("culprit_confirmed")]
     recorded = [i for i in named if "culprit_confirmed" in records[i]]
-    print(f"   culprit passes named by the probe: {len(named)}; fix test recorded for {len(recorded)}, "
-          f"confirmed {len(confirmed)}")
+    print(f"   culprit passes named by the probe when the labelled campaigns ran: {len(named)}; fix "
+          f"test recorded for {len(recorded)}, confirmed {len(confirmed)} (today's probe on a "
+          f"campaign's repros: benchmarks/culprit_confirmation.py)")
     print(f"   evidence: {dict(Counter(now[i]['rc'].evidence for i in fails))}")
 
 
