@@ -190,16 +190,17 @@ def _is_zero(text: str) -> bool:
 
 def _repro_of(f: Finding, rec: dict[str, Any] | None, root: Path, minimize_off: bool) -> None:
     folder = root / REPROS_DIR / f.key
-    if rec is not None:
-        f.repro = f"{REPROS_DIR}/{f.key}"
+    if rec is not None:  # (an attempt that wrote no script has no folder to point at)
+        f.repro = f"{REPROS_DIR}/{f.key}" if folder.is_dir() or rec.get("reproduced") else ""
         if rec.get("reproduced"):
             f.repro_status = "reproduced"
         else:
             f.repro_status = "not reproduced"
             lines = [ln for ln in str(rec.get("output") or "").splitlines() if ln.strip()]
             code = rec.get("exit_code")
-            if code is None and rec.get("notes"):  # no script ran: what the minimizer said
-                f.repro_note = str(list(rec["notes"])[0])[:160]
+            notes = _decoded(rec.get("notes")) or []
+            if code is None and notes:  # no script ran: what the minimizer said
+                f.repro_note = str(notes[0])[:160]
                 return
             f.repro_note = (f"the script exited {code}" if code is not None else "no exit status")
             if lines:
