@@ -165,18 +165,26 @@ def _sums(block) -> bool:
     """Whether every store of the reduction ``block``'s update adds to what it stores into
     (``x = x + …``, casts allowed): the combiner whose identity is 0 and that a bias may be
     folded into; max, min (and an argmax's select) are not."""
+    from tvm import tirx
+
+    updates = _updates(block)
+    return bool(updates) and all(isinstance(value, tirx.Add | tirx.Sub) for _, value in updates)
+
+
+def _updates(block) -> list[tuple[Any, Any]]:
+    """(store, the value it stores without its casts) of every store in ``block``'s body."""
     import tvm_ffi
     from tvm import tirx
 
     stores: list = []
     tvm_ffi.structural_walk(block.body, [(tirx.BufferStore, stores.append)])
+    out = []
     for store in stores:
         value = store.value
         while isinstance(value, tirx.Cast):
             value = value.value
-        if not isinstance(value, tirx.Add | tirx.Sub):
-            return False
-    return bool(stores)
+        out.append((store, value))
+    return out
 
 
 def _zero_padding_neutral(block) -> bool:
@@ -204,12 +212,7 @@ def _zero_padding_neutral(block) -> bool:
     def loads(load):
         return 0.0 if indexed_by_reduction(load) else rng.uniform(0.5, 2.0, size=4)
 
-    stores: list = []
-    tvm_ffi.structural_walk(block.body, [(tirx.BufferStore, stores.append)])
-    for store in stores:
-        value = store.value
-        while isinstance(value, tirx.Cast):
-            value = value.value
+    for store, value in _updates(block):
         if not isinstance(value, tirx.Add):
             continue  # a Sub: x - term, also neutral exactly when the term is 0
         own = [side for side in (value.a, value.b) if _loads_from(side, store.buffer)]
