@@ -6,8 +6,8 @@ For every verified TIR repro under ``CAMPAIGN_DIR/repros`` (``finding.json`` + `
 + ``repro.py``) this runs the current pass probe (:func:`fuzzharness.kinds.tir.pass_bisect.triage`)
 on the minimized case again, takes the culprit it names
 (:func:`fuzzharness.buckets.root_causes.culprit_of`) and runs the fix test
-(:func:`fuzzharness.repro.verify.fix_test`: the repro script with that pass disabled must say
-fixed).  It prints, beside what the campaign stored in ``finding.json`` when it ran: how many
+(:func:`fuzzharness.repro.package.fix_test_outcome`, as the harness records it: the repro
+script with that pass disabled must say fixed).  It prints, beside what the campaign stored in ``finding.json`` when it ran: how many
 repros named a culprit pass (neither "schedule" nor unknown), how many of those a fix test
 confirmed (a pass that raised is its own evidence), and the ones it did not.  Issue 25's goal:
 ≥ 80 % of named culprits confirmed, titles name only confirmed ones.
@@ -37,11 +37,11 @@ def expect_of(script: str) -> dict:
 
 def probe(d: Path, budget: float) -> tuple[str, str]:
     """(culprit, fix-test outcome) of the current probe on repro dir ``d``."""
-    from fuzzharness.buckets.root_causes import SCHEDULE_CULPRIT, culprit_of
+    from fuzzharness.buckets.root_causes import culprit_of
     from fuzzharness.core.case import Case
     from fuzzharness.core.verdict import Verdict
     from fuzzharness.kinds.tir.pass_bisect import triage
-    from fuzzharness.repro.verify import fix_test
+    from fuzzharness.repro.package import fix_test_outcome
 
     case = Case.from_json((d / "case.json").read_text())
     expect = expect_of((d / "repro.py").read_text())
@@ -57,12 +57,7 @@ def probe(d: Path, budget: float) -> tuple[str, str]:
         t = triage(case, symptom=symptom, pattern=expect.get("error"), workdir=Path(work),
                    budget=budget, verdict=verdict)
     culprit = culprit_of(t, symptom)
-    if not culprit or culprit == SCHEDULE_CULPRIT:
-        return culprit, ""
-    if t.raised_in == culprit:
-        return culprit, "raised in it"
-    run = fix_test(d / "repro.py", [culprit])
-    return culprit, "confirmed" if run is not None and run.status == 0 else "not confirmed"
+    return culprit, fix_test_outcome(d / "repro.py", culprit, t)  # what the harness records
 
 
 def main(argv: list[str] | None = None) -> int:

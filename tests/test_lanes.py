@@ -58,7 +58,7 @@ def test_a_dead_lane_costs_one_bucket_and_the_others_go_on(tmp_path, plugin_env)
     st = json.loads(run_cli("status", out, "--json").stdout)
     assert st["repros"]["not reproduced"] == 1 and st["repros"]["not minimized"] == 0, st["repros"]
     text = run_cli("status", out).stdout
-    assert f"not reproduced: failed: the minimizing process died (SIGKILL)" in text, text
+    assert "not reproduced: failed: the minimizing process died (SIGKILL)" in text, text
 
 
 def test_buckets_of_a_root_cause_already_found_are_attached_not_minimized(tmp_path):

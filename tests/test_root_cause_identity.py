@@ -68,7 +68,7 @@ def test_a_culprit_is_named_only_when_a_fix_test_confirms_it(tmp_path):
     TIR: the probe, running the inputs that decided the verdict as the repro does, finds no
     pass whose removal fixes it — "schedule", and no pass in the title.  (With all-ones
     inputs the probe's run came out right, and it named s_tir.StmtSimplify by chance.)"""
-    from fuzzharness.repro.package import _fix_test_of
+    from fuzzharness.repro.package import fix_test_outcome
 
     case = scheduled("dense", DENSE, alloc_by_compute_at, oracle="bound", distribution="uniform")
     _, outcome = repro_of(case, tmp_path / "alloc", triage=True)
@@ -76,7 +76,7 @@ def test_a_culprit_is_named_only_when_a_fix_test_confirms_it(tmp_path):
     assert finding["culprit"] == "s_tir.PlanAndUpdateBufferAllocationLocation", finding
     assert finding["culprit_confirmed"] is True
     assert "PlanAndUpdateBufferAllocationLocation" in finding["title"]
-    assert _fix_test_of(outcome.dir / "repro.py", "s_tir.StmtSimplify", None) == "not confirmed"
+    assert fix_test_outcome(outcome.dir / "repro.py", "s_tir.StmtSimplify", None) == "not confirmed"
     case = scheduled("reduce", MAX, pad_einsum_max, distribution="ones", oracle="exact")
     _, outcome = repro_of(case, tmp_path / "pad", triage=True)
     finding = json.loads((outcome.dir / "finding.json").read_text())

@@ -97,7 +97,7 @@ def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
         t = kind.bisect_passes(case, verdict, s.expect.get("error"), d)
     record["notes"] = [*s.notes, "triage: not probed" if t is None else f"triage in {t.seconds:.1f} s"]
     culprit = culprit_of(t, verdict.status.value)
-    test = _fix_test_of(d / "repro.py", culprit, t)
+    test = fix_test_outcome(d / "repro.py", culprit, t)
     confirmed = test in ("raised in it", "confirmed")
     if test in ("confirmed", "not confirmed"):
         record["notes"].append(f"culprit {culprit}: {test} by a fix test")
@@ -134,7 +134,7 @@ def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
     return ReproResult(bucket, d, True, runs, title, record, triage=t, root_cause=rc)
 
 
-def _fix_test_of(script: Path, culprit: str, t: Any) -> str:
+def fix_test_outcome(script: Path, culprit: str, t: Any) -> str:
     """The fix test of a culprit the pass probe named: "confirmed" when the repro, run with
     that pass disabled, says fixed, else "not confirmed"; "raised in it" for a pass that
     raised (the error comes from inside it: its own evidence); "" when there is no pass to
