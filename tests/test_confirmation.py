@@ -100,7 +100,7 @@ def test_a_case_that_damages_its_worker_gets_the_finding_not_the_innocent_case_a
                 and names[0] == "row_sum")
 
     seed, cases = first_seed(workloads, 4, sequence)
-    r = campaign(tmp_path / "run", memory_env, seed, len(cases), workloads)
+    r = campaign(tmp_path / "run", memory_env, seed, len(cases), workloads, "--minimize-budget", 60)
     assert r.returncode == 1, r.stderr
     got, confirmations, buckets = rows(tmp_path / "run")
     names = [c.workload_name for c in cases]
@@ -133,6 +133,12 @@ def test_a_case_that_damages_its_worker_gets_the_finding_not_the_innocent_case_a
     assert sum(buckets.values()) == len(members)
     assert all(names[i] == "test_damaging" for i in got if got[i][4] is not None)
     assert "not reproduced alone" in r.stdout and "damages the worker" in r.stdout
+    # the search ran before the minimization, so each such bucket was offered to it and its outcome says why there is no script — not "skipped (budget)"
+    con = sqlite3.connect(tmp_path / "run" / "results.sqlite")
+    attempts = dict(con.execute("SELECT bucket, notes FROM repros").fetchall())
+    con.close()
+    assert set(attempts) == set(buckets), (attempts, buckets)
+    assert all("damages its worker process" in n for n in attempts.values()), attempts
 
 
 @pytest.mark.slow

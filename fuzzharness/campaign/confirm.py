@@ -27,8 +27,9 @@ then runs again in a worker process that has run nothing before (a ``"fresh"`` t
 
 Only then does the result get its bucket — which is what the summary, the exit status and
 the minimization see: a failure that does not reproduce alone is never a TVM finding by
-itself.  Its worker's earlier cases are the suspects: at the end of the run they are
-replayed in order in a fresh worker (:mod:`fuzzharness.campaign.suspects`) to find the case
+itself.  Its worker's earlier cases are the suspects: once the campaign's own cases are
+done (before the minimization takes all workers, so that what it finds is minimized too,
+:meth:`Confirmer.search_damage`) they are replayed in order in a fresh worker (:mod:`fuzzharness.campaign.suspects`) to find the case
 after which the failure comes back, and *that* case gets the finding — a ``crash`` of kind
 ``heap_damage`` at stage ``run`` (outcome ``damages the worker``), when the failure also
 comes back with just the two of them in a fresh worker, and unless it already is a finding
@@ -198,6 +199,17 @@ class Confirmer:
                     changes += self._settle(int(r.task["confirm_of"]), r)
             finally:
                 pool.close()
+        return changes + self.search_damage(make_pool, budget=budget, progress=progress)
+
+    def search_damage(self, make_pool: Callable[[], Any], *, budget: float = SEARCH_BUDGET,
+                      progress: Callable[[str], None] | None = None) -> list[Change]:
+        """The suspect searches of the failures that did not reproduce alone and have not
+        been searched yet; a culprit found is a new finding (a bucket).  The campaign calls
+        this as soon as its own cases are done, before it minimizes on all workers, so
+        that those buckets get their share of the minimization time."""
+        if not self.enabled:
+            return []
+        changes: list[Change] = []
         victims = [c["idx"] for c in self.db.confirmations()
                    if c["outcome"] == NOT_ALONE and (c["search"] or {}).get("state") == "pending"]
         deadline = time.monotonic() + budget

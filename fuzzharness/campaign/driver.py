@@ -13,8 +13,8 @@ primary key on the case index makes a duplicate impossible.  The workers die wit
 Confirmation (:mod:`fuzzharness.campaign.confirm`, setting ``confirm``, on by default): a TVM
 finding is stored at once but gets its bucket only after the case ran again, alone, in a
 fresh worker process; one that does not reproduce alone is never a finding by itself, and
-the earlier cases of its worker are searched at the end of the run for the one that damaged
-it.  Workers run with heap hygiene (setting ``hygiene``, :mod:`fuzzharness.core.hygiene`).
+the earlier cases of its worker are searched, once the campaign's own cases are done, for the
+one that damaged it (a bucket of its own, minimized in the time that is left).  Workers run with heap hygiene (setting ``hygiene``, :mod:`fuzzharness.core.hygiene`).
 
 Reporting: failures are grouped into buckets (:mod:`fuzzharness.buckets.signatures`) and each bucket is
 matched against the known-bugs file.  :attr:`CampaignSummary.exit_code` is 3 when the run
@@ -46,7 +46,7 @@ import random
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -296,7 +296,7 @@ class Campaign:
                 abandon = deadline + min(s.timeout, GRACE) if deadline else None
                 if self.minimize_budget > 0 and executor.supports_idle:
                     lanes = self._lanes(known_of, deadline)
-                    tasks = self._shared_tasks(lanes, stop, progress, ended, confirmer)
+                    tasks = self._shared_tasks(lanes, stop, progress, ended, confirmer, apply)
                     stop, wake = None, {"wakeup_fd": lanes.wakeup_fd}
                 else:
                     tasks, wake = self._tasks(confirmer.options()), {}
@@ -378,7 +378,7 @@ class Campaign:
         return lanes
 
     def _shared_tasks(self, lanes: Lanes, stop, progress: Progress, ended: list,
-                      confirmer: Confirmer) -> Iterator[Task]:
+                      confirmer: Confirmer, apply: Callable[[Change], None]) -> Iterator[Task]:
         """The campaign's cases with the lanes' candidates woven in — at most half the
         workers (at least one) go to candidates while the campaign runs; all of them once it
         is over, until the lanes are finished (:data:`~fuzzharness.engine.executor.IDLE`
@@ -396,6 +396,18 @@ class Campaign:
         if lanes.end_at is None:
             lanes.end_at = ended[0] + self.minimize_budget
         progress.close()
+        # The damage searches run now, not after the minimization: a culprit they find is a
+        # new bucket, which gets its share of the minimization time like any other.  The
+        # confirmations still running settle first (the lanes go on meanwhile); the time the
+        # searches take moves the lanes' end.
+        while confirmer.in_flight and time.monotonic() < lanes.end_at:
+            lt = lanes.next_task(s.workers)
+            yield lt if lt is not None else IDLE
+        if not confirmer.in_flight:
+            searched = time.monotonic()
+            for change in confirmer.search_damage(self._fresh_pool, progress=self._note):
+                apply(change)
+            lanes.end_at += time.monotonic() - searched
         if lanes.busy:
             self._say_minimize(f"the campaign's cases are done; minimizing on all {s.workers} "
                                f"workers (at most {max(0.0, lanes.end_at - ended[0]):.0f} s more)")

@@ -160,6 +160,13 @@ def bucket_job(job: dict[str, Any], pool=None, say=None) -> tuple[BucketRepro, d
     res = BucketRepro(job["key"], job["title"], job["count"], "failed")
     try:
         case, verdict, choices = _example(job["example"], job["seed"], settings)
+        victim = verdict.details.get("victim")
+        if victim is not None:  # a culprit found by replaying its worker's cases (campaign/confirm.py)
+            res.status, res.note = "not reproduced", (
+                f"it fails nothing alone: it damages its worker process, and case #{victim} "
+                "fails after it (the two, in a fresh worker, fail again); a standalone script "
+                "of one case cannot show that")
+            return res, None
         timeout = settings.timeout if target.symptom == Status.TIMEOUT.value else min(settings.timeout, 20.0)
         m = minimize(case, verdict, target, choices=choices, gen_settings=settings.generation,
                      budget=job["budget"], workers=job["workers"], timeout=timeout,
