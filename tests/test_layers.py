@@ -70,6 +70,55 @@ def test_a_lower_layer_importing_a_higher_one_breaks_the_contract():
     assert "fuzzharness.core.errors -> fuzzharness.campaign.db" in r.stdout
 
 
+# -- no private names across modules ------------------------------------------------------------
+PACKAGES = ("fuzzharness", "generators", "oracles", "reports")
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_reach_ins(files) -> list[str]:
+    """``from pkg.mod import _name`` and ``mod._name`` (``mod`` an imported project module or
+    name) in ``files``: a private name used outside the module that defines it."""
+    import ast
+
+    hits = []
+    for path in files:
+        tree = ast.parse(Path(path).read_text())
+        imported: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module \
+                    and node.module.split(".")[0] in PACKAGES:
+                for a in node.names:
+                    if _private(a.name):
+                        hits.append(f"{Path(path).name}:{node.lineno}: from {node.module} import {a.name}")
+                    imported.add(a.asname or a.name)
+            elif isinstance(node, ast.Import):
+                imported |= {a.asname or a.name.split(".")[0] for a in node.names
+                             if a.name.split(".")[0] in PACKAGES}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _private(node.attr) \
+                    and isinstance(node.value, ast.Name) and node.value.id in imported:
+                hits.append(f"{Path(path).name}:{node.lineno}: {node.value.id}.{node.attr}")
+    return hits
+
+
+def test_no_private_name_is_used_across_modules():
+    files = [p for top in (*PACKAGES, "benchmarks") for p in (ROOT / top).rglob("*.py")]
+    assert private_reach_ins(files) == []
+
+
+def test_a_private_reach_in_is_reported(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("from fuzzharness.releases.check import summarize, _hidden\n"
+                   "from fuzzharness.campaign import driver\n"
+                   "import os\n"
+                   "driver._secret(); driver.public(); os._exit; self_like = 1\n")
+    assert private_reach_ins([bad]) == [
+        "bad.py:1: from fuzzharness.releases.check import _hidden", "bad.py:4: driver._secret"]
+
+
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         result = lint_imports(installed_layout(Path(tmp)))

@@ -116,7 +116,7 @@ def main(args, argv) -> int:
         case = None if args.no_case else _load_case(case_path)
         outcomes = [releases.run_on(v, pythons[v], repro, case, timeout=args.timeout)
                     for v in names]
-        cells = [f"{releases._state(o):<14}" for o in outcomes]
+        cells = [f"{releases.state_of(o):<14}" for o in outcomes]
         print(f"{name:<40} " + " ".join(cells))
         print(f"    {releases.summarize(outcomes)}")
         for o in outcomes:

@@ -146,9 +146,9 @@ def _profile(name: str):
     try:
         return name, settings.get_profile(name), {}
     except InvalidArgument:
-        known = sorted(set(PROFILES) | set(settings._profiles))
         raise pytest.UsageError(
-            f"--fuzz-profile: no profile {name!r} (known: {', '.join(known)})") from None
+            f"--fuzz-profile: no profile {name!r} (ours: {', '.join(sorted(PROFILES))}; or a "
+            "Hypothesis profile your conftest registers)") from None
 
 
 def _seed(config: pytest.Config, hyp) -> tuple[int, str]:

@@ -203,7 +203,7 @@ def introduced(outcomes: Sequence[Outcome]) -> str:
     "Introduced in R" needs the release before R to give a correct result; when that one
     could not run the repro at all (status 2: e.g. an API it lacks), it is "R or earlier".
     """
-    states = [(o.release, _state(o)) for o in outcomes]
+    states = [(o.release, state_of(o)) for o in outcomes]
     present = [r for r, s in states if s == "reproduces"]
     if not present:
         return "present in none of " + " / ".join(r for r, _ in states) + _others(states)
@@ -222,7 +222,8 @@ def introduced(outcomes: Sequence[Outcome]) -> str:
             + _others(states))
 
 
-def _state(o: Outcome) -> str:
+def state_of(o: Outcome) -> str:
+    """What an entry does on one release: its repro's verdict, else reproduces, fixed or other."""
     if o.repro is not None:
         return o.repro
     from fuzzharness.core.verdict import Status

@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from fuzzharness.releases.check import Outcome, _state, summarize
+from fuzzharness.releases.check import Outcome, state_of, summarize
 
 BULLET = "- Releases ("
 TABLE = "RELEASES.md"
@@ -47,7 +47,7 @@ def update_issue(path: Path, outcomes: Sequence[Outcome]) -> bool:
 
 def update_meta(path: Path, outcomes: Sequence[Outcome]) -> None:
     meta = json.loads(path.read_text())
-    meta["releases"] = {o.release: _state(o) for o in outcomes}
+    meta["releases"] = {o.release: state_of(o) for o in outcomes}
     if any(o.digest for o in outcomes):  # the case's output bits through the harness
         meta["release_digests"] = {o.release: o.digest for o in outcomes}
     path.write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
