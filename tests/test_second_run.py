@@ -146,7 +146,8 @@ def test_a_note_of_the_same_order_check_says_why_it_is_not_a_failure():
 
 def test_order_preserving_divergence_is_a_note_unless_strict_order(tmp_path):
     from fuzzharness.buckets.signatures import Signature
-    from fuzzharness.campaign.driver import BucketReport, CampaignSummary, format_summary
+    from fuzzharness.campaign.outcome import BucketReport, CampaignSummary
+    from fuzzharness.campaign.summary import format_summary
 
     note = BucketReport("k1", "order_preserving_divergence@verify [matmul float16] split",
                         Signature("order_preserving_divergence", "verify", workload="matmul"),

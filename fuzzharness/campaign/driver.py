@@ -51,21 +51,18 @@ from pathlib import Path
 from typing import Any
 
 from fuzzharness.backends.rpc import ENV as RPC_ENV
-from fuzzharness.buckets.findings import SEVERITIES, known_of_bucket, repro_for, severity
-from fuzzharness.buckets.known_bugs import KnownBug, KnownBugs, Match
-from fuzzharness.buckets.root_causes import distinct_bugs
-from fuzzharness.buckets.signatures import Signature
+from fuzzharness.buckets.findings import known_of_bucket, repro_for
+from fuzzharness.buckets.known_bugs import KnownBugs, Match
 from fuzzharness.campaign import coverage
 from fuzzharness.campaign.confirm import Change, Confirmer
 from fuzzharness.campaign.db import ResultsDB
 from fuzzharness.campaign.lanes import Lanes
 from fuzzharness.campaign.minimize_buckets import after_campaign
+from fuzzharness.campaign.outcome import BucketReport, CampaignSummary
 from fuzzharness.campaign.progress import Progress
 from fuzzharness.campaign.settings import RESUMABLE, CampaignSettings, SettingsError
 from fuzzharness.core import interpreter
-from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_HARNESS, EXIT_OK
 from fuzzharness.core.tvm_support import versions
-from fuzzharness.core.verdict import Status
 from fuzzharness.engine.executor import IDLE, ExecutorConfig, Task, make_executor
 from fuzzharness.minimize.report import format_report
 
@@ -73,97 +70,6 @@ GRACE = 10.0  # seconds cases still running at the end of the time budget may ta
 #: seconds one bucket may take while the campaign minimizes (fuzzharness minimize: 120): most
 #: converge in 5–30 s; a bucket that does not (a flaky nan) must not hold a lane for long
 LIVE_BUCKET_BUDGET = 60.0
-
-
-@dataclasses.dataclass
-class BucketReport:
-    key: str
-    title: str
-    signature: Signature
-    count: int  # results in the whole campaign
-    example_idx: int
-    known: KnownBug | None
-    workloads: list[str]
-    dtypes: list[str]
-    confirmed: bool = True  # False: "probably known" (a raw match the minimized case must confirm)
-    root_cause: str = ""  # key of its minimized case's root cause (verified repros only)
-    minimized: bool = False  # matched by its minimized case (else by its raw signature)
-    resembles: KnownBug | None = None  # new, but its raw signature matched this known bug
-
-    @property
-    def is_finding(self) -> bool:
-        return self.signature.is_finding
-
-    @property
-    def is_note(self) -> bool:
-        return self.signature.is_note
-
-    @property
-    def is_new(self) -> bool:
-        return (self.is_finding or self.is_note) and self.known is None
-
-    @property
-    def probably_known(self) -> bool:
-        return self.is_finding and self.known is not None and not self.confirmed
-
-
-@dataclasses.dataclass
-class CampaignSummary:
-    out: Path
-    seed: int
-    cases: int  # results stored by this session
-    total: int  # results in the database
-    elapsed: float
-    counts: dict[str, int]  # this session
-    restarts: int
-    buckets: list[BucketReport]  # the whole campaign
-    known_source: str = ""
-    recycled: int = 0
-    #: TVM versions the workers reported that differ from the campaign's recorded one (a
-    #: misconfigured --tvm-python environment would otherwise go unnoticed)
-    foreign_tvm: list[str] = dataclasses.field(default_factory=list)
-    coverage: list[tuple] = dataclasses.field(default_factory=list)  # engine/coverage.py rows
-    confirmations: dict[str, int] = dataclasses.field(default_factory=dict)  # outcome → count
-    minimized: str = ""  # the report of the minimization of new buckets (fuzzharness.minimize)
-    interrupted: str = ""  # the phase a Ctrl-C/SIGTERM stopped: "cases", "minimizing" ("": none)
-    root_causes: list[dict] = dataclasses.field(default_factory=list)  # ResultsDB.root_causes rows
-    strict_order: bool = False  # new notes fail the campaign too (--strict-order)
-    #: run --baseline: label, counts, bucket key → comparison (fuzzharness.releases.baseline)
-    baseline: dict = dataclasses.field(default_factory=dict)
-
-    @property
-    def rate(self) -> float:
-        return self.cases / self.elapsed if self.elapsed > 0 else 0.0
-
-    @property
-    def findings(self) -> list[BucketReport]:
-        return [b for b in self.buckets if b.is_finding]
-
-    @property
-    def new_buckets(self) -> list[BucketReport]:
-        """New finding buckets (what is minimized and fails the campaign)."""
-        return [b for b in self.buckets if b.is_new and b.is_finding]
-
-    @property
-    def notes(self) -> list[BucketReport]:
-        """Note buckets (order_preserving_divergence), listed apart."""
-        return [b for b in self.buckets if b.is_note]
-
-    @property
-    def harness_errors(self) -> list[BucketReport]:
-        return [b for b in self.buckets if not b.is_finding and not b.is_note]
-
-    @property
-    def exit_code(self) -> int:
-        """3 interrupted (the answer is incomplete), else 1 new findings (or new notes with
-        --strict-order), else 3 harness errors, else 0 (fuzzharness.core.errors states the
-        contract)."""
-        if self.interrupted:
-            return EXIT_HARNESS
-        new_notes = self.strict_order and any(b.is_new for b in self.notes)
-        if self.new_buckets or new_notes:
-            return EXIT_FINDINGS
-        return EXIT_HARNESS if self.harness_errors else EXIT_OK
 
 
 class Campaign:
@@ -472,111 +378,3 @@ class Campaign:
                 confirmed=m is None or m.confirmed, root_cause=root, minimized=minimized,
                 resembles=raw.bug if m is None and raw is not None else None))
         return out
-
-
-def format_summary(s: CampaignSummary, *, limit: int = 15, coverage_table: bool = False) -> str:
-    """The terminal summary; the coverage tables only with ``coverage_table`` (else one line:
-    they are in the database, `fuzzharness status DIR --coverage` and the report)."""
-    lines = [
-        f"campaign seed {s.seed}: {s.cases} cases in {s.elapsed:.1f} s "
-        f"({s.rate:.1f} cases/s), {s.total} in the database, {s.restarts} worker restarts"
-        + (f", {s.recycled} workers recycled near their memory limit" if s.recycled else ""),
-    ]
-    order = [st.value for st in Status]
-    for status in sorted(s.counts, key=order.index):
-        if s.counts[status]:
-            lines.append(f"  {status:<28} {s.counts[status]:>7}")
-    if s.confirmations:  # campaign/confirm.py: every finding re-run alone in a fresh worker
-        lines.append("failures re-run alone in a fresh worker: " + ", ".join(
-            f"{n} {outcome}" for outcome, n in sorted(s.confirmations.items())))
-    base = (s.baseline or {}).get("buckets") or {}
-    if s.baseline:  # what changed leads: regressions against the baseline TVM first
-        counts = s.baseline["counts"]
-        lines.append(f"against the baseline {s.baseline['label']}: " + ", ".join(
-            f"{n} {k}" for k, n in counts.items()) + " (new buckets re-run there)")
-    findings = s.findings
-    if findings:
-        new = s.new_buckets
-        n_cases = sum(b.count for b in findings)
-        by_bug: dict[str, list[BucketReport]] = {}
-        for b in findings:
-            if b.known is not None:
-                by_bug.setdefault(b.known.id, []).append(b)
-        lines.append(f"failures in the campaign: {n_cases} cases in {len(findings)} buckets — "
-                     f"{len(new)} new buckets, {len(by_bug)} known bugs")
-        # most severe first (a silent wrong answer before a loud compile error), then by count
-        for b in sorted(new, key=lambda b: ((base.get(b.key) or {}).get("outcome") != "regression",
-                                             SEVERITIES.index(severity(b.signature.symptom,
-                                                                      b.signature.stage)),
-                                             -b.count, b.example_idx))[:limit]:
-            seen = "; ".join(x for x in (",".join(b.workloads), ",".join(b.dtypes)) if x)
-            cmp = base.get(b.key)
-            tag = {"regression": "REGRESSION", "pre-existing": "NEW, pre-existing",
-                   "not comparable": "NEW, not comparable"}.get((cmp or {}).get("outcome", ""), "NEW")
-            lines.append(f"  {tag:<5} {b.count:>5} × {b.title}")
-            lines.append(f"        first: case #{b.example_idx}" + (f"; seen with {seen}" if seen else "")
-                         + (f"; resembles known bug {b.resembles.id}, but its minimized trigger "
-                            "is not that entry's" if b.resembles is not None else ""))
-        if len(new) > limit:
-            lines.append(f"  ... {len(new) - limit} more new buckets (see the buckets table)")
-        for group in sorted(by_bug.values(), key=lambda g: -sum(b.count for b in g)):
-            bug = group[0].known
-            first = min(b.example_idx for b in group)
-            sure = [b for b in group if b.confirmed]
-            label = "known" if sure else "probably known"
-            lines.append(f"  {label} {sum(b.count for b in group):>5} × {bug.id} ({bug.link or bug.status}): "
-                         f"{bug.title}")
-            unsure = len(group) - len(sure)
-            lines.append(f"        {len(group)} bucket{'s' if len(group) > 1 else ''}; first: case #{first}"
-                         + (f"; {unsure} only probably (a raw match, not confirmed by a minimized case)"
-                            if unsure else ""))
-    notes = s.notes
-    if notes:  # order_preserving_divergence: recorded, not failures unless --strict-order
-        lines.append(f"notes ({'failing the run: --strict-order' if s.strict_order else 'not failures; --strict-order makes new ones fail'}): "
-                     f"{sum(b.count for b in notes)} cases in {len(notes)} buckets — order-preserving "
-                     "schedules whose output differs bitwise from TVM's unscheduled build within the bound")
-        for b in sorted(notes, key=lambda b: (-b.count, b.example_idx))[:limit]:
-            tag = "NEW " if b.known is None else "known"
-            lines.append(f"  {tag} {b.count:>5} × {b.title}  (first: case #{b.example_idx})")
-    harness = s.harness_errors
-    if harness:
-        lines.append(f"harness errors (bugs in fuzzharness, not in TVM): "
-                     f"{sum(b.count for b in harness)} cases in {len(harness)} buckets")
-        for b in harness[:limit]:
-            lines.append(f"  {b.count:>5} × {b.title}  (first: case #{b.example_idx})")
-    if s.coverage and coverage_table:
-        lines.append(coverage.format_table(s.coverage))
-    elif s.coverage:
-        lines.append(coverage.one_line(s.coverage) + f" (all of it: fuzzharness status {s.out} --coverage)")
-    if s.foreign_tvm:
-        lines.append(f"WARNING: workers ran TVM {', '.join(s.foreign_tvm)}, not the TVM the "
-                     "campaign records (check --tvm-python and PYTHONPATH)")
-    if s.minimized:
-        lines.append(s.minimized)
-    if s.root_causes:
-        lines.append(format_root_causes(s.root_causes, limit=limit))
-    lines.append(f"results: {s.out / 'results.sqlite'}")
-    lines.append(f"replay one: fuzzharness replay {s.out} <case index or id>")
-    return "\n".join(lines)
-
-
-def format_root_causes(rows: list[dict], *, limit: int = 15) -> str:
-    """``N distinct bugs (from M buckets, K verified repros)`` and one entry per root cause
-    (ResultsDB.root_causes), its member buckets folded under it."""
-    d = distinct_bugs(rows)
-    n_buckets, n_repros, n_attached = d["buckets"], d["verified_repros"], d["attached"]
-    lines = [f"distinct bugs: {len(rows)} ({d['root_causes']} root causes, from {n_buckets} bucket"
-             f"{'s' if n_buckets != 1 else ''}, {n_repros} verified repro{'s' if n_repros != 1 else ''}"
-             + (f", {n_attached} bucket{'s' if n_attached != 1 else ''} attached unminimized"
-                if n_attached else "") + ")"]
-    for r in rows[:limit]:
-        evidence = (r.get("fields") or {}).get("evidence", "")
-        attached = r.get("attached") or {}
-        lines.append(f"  {r['cases']:>5} × {r['title'][:110]}")
-        lines.append(f"        {len(r['buckets'])} minimized bucket{'s' if len(r['buckets']) > 1 else ''}"
-                     + (f" + {len(attached)} attached" if attached else "")
-                     + (f"; identity by {evidence.replace('_', ' ')}" if evidence else "")
-                     + f"; {r['length']} trace instructions; {r['path']}")
-    if len(rows) > limit:
-        lines.append(f"  ... {len(rows) - limit} more (ResultsDB.root_causes)")
-    return "\n".join(lines)

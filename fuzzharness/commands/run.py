@@ -312,8 +312,8 @@ def describe_targets(s) -> str:
 
 def main(args, argv) -> int:
     from fuzzharness.campaign import status
-    from fuzzharness.campaign.driver import Campaign, format_summary
-    from fuzzharness.campaign.summary import summary_json, summary_quiet
+    from fuzzharness.campaign.driver import Campaign
+    from fuzzharness.campaign.summary import format_summary, summary_json, summary_quiet
     from fuzzharness.core.storage import check_writable_dir
 
     directory, resume = campaign_directory(args)
