@@ -386,6 +386,10 @@ def render_markdown(rep: Report, html_name: str | None = None, md_path: Path | N
         out.append(NIGHTLY_NOTE + "\n\n")
         out.append(md_table(rep.nights))
         out.append("\n" + md_table(rep.night_bugs.head(top * 2)))
+    rc = rep.root_causes
+    if len(rc):  # what a maintainer files leads, as on the HTML page
+        out.append(f"\n### Distinct bugs: {len(rc)} (root causes, from {int(rc['buckets'].sum())} minimized buckets)\n")
+        out.append(md_table(rc.head(top)[["cases", "buckets", "attached", "title", "repro"]]))
     f = rep.findings
     new = f[f["new"]] if not f.empty else f
     out.append(f"\n### New findings ({len(new)})\n")
@@ -404,10 +408,6 @@ def render_markdown(rep: Report, html_name: str | None = None, md_path: Path | N
         out.append("none — every finding matches a known bug.\n")
     else:
         out.append("none — no TVM findings.\n")
-    rc = rep.root_causes
-    if len(rc):
-        out.append(f"\n### Distinct bugs: {len(rc)} (root causes, from {int(rc['buckets'].sum())} minimized buckets)\n")
-        out.append(md_table(rc.head(top)[["cases", "buckets", "attached", "title", "repro"]]))
     if len(rep.known):
         out.append(f"\n### Known bugs seen ({len(rep.known)})\n")
         out.append(md_table(rep.known[["bug", "link", "buckets", "cases"]]))

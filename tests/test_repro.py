@@ -594,6 +594,16 @@ def test_a_campaign_minimizes_its_new_bucket_while_it_runs(tmp_path, plugin_env)
     assert r.returncode == 1, r.stderr
     assert "3 minimized, 3 verified repros → 1 root cause" in r.stdout, r.stdout
     assert "distinct bugs: 1 (1 root causes, from 3 buckets, 3 verified repros)" in r.stdout
+    # the distinct bugs lead; the buckets they fold come after
+    assert r.stdout.index("distinct bugs:") < r.stdout.index("failures in the campaign:")
     con = sqlite3.connect(out / "results.sqlite")
     rows = con.execute("SELECT reproduced, root_cause FROM repros").fetchall()
     assert len(rows) == 3 and all(ok for ok, _ in rows) and len({rc for _, rc in rows}) == 1
+    con.close()
+    # the report leads with them too, on the page and in the markdown
+    r = run_cli("report", out, "--out", tmp_path / "rep")
+    assert r.returncode == 0, r.stderr
+    md = (tmp_path / "rep" / "report.md").read_text()
+    page = (tmp_path / "rep" / "report.html").read_text()
+    assert "### Distinct bugs: 1 " in md and md.index("### Distinct bugs") < md.index("### New findings")
+    assert page.index(">Distinct bugs: 1 ") < page.index(">New findings")

@@ -107,6 +107,8 @@ def format_summary(s: CampaignSummary, *, limit: int = 15, coverage_table: bool 
         counts = s.baseline["counts"]
         lines.append(f"against the baseline {s.baseline['label']}: " + ", ".join(
             f"{n} {k}" for k, n in counts.items()) + " (new buckets re-run there)")
+    if s.root_causes:  # what a maintainer files leads: one entry per distinct bug
+        lines.append(format_root_causes(s.root_causes, limit=limit))
     findings = s.findings
     if findings:
         new = s.new_buckets
@@ -166,8 +168,6 @@ def format_summary(s: CampaignSummary, *, limit: int = 15, coverage_table: bool 
                      "campaign records (check --tvm-python and PYTHONPATH)")
     if s.minimized:
         lines.append(s.minimized)
-    if s.root_causes:
-        lines.append(format_root_causes(s.root_causes, limit=limit))
     lines.append(f"results: {s.out / 'results.sqlite'}")
     lines.append(f"replay one: fuzzharness replay {s.out} <case index or id>")
     return "\n".join(lines)

@@ -10,7 +10,8 @@ one campaign, ./report for several); --html FILE and --markdown FILE ("-": stdou
 files themselves.  The old spelling --out FILE.html still works.  Outputs are checked for
 writing before anything is read, and written whole or not at all.
 
-The page: new findings (severity, title, the repro and whether it reproduced, or why there
+The page: distinct bugs (one row per root cause, its best repro and its buckets), new
+findings (severity, title, the repro and whether it reproduced, or why there
 is none), known bugs seen, harness errors, trends across the campaigns (findings,
 throughput, coverage), coverage (verdicts by workload × dtype × target, failure rate by
 schedule primitive, error/bound ratios of passing cases), the campaigns.
