@@ -3,9 +3,9 @@
 Every case goes through :func:`fuzzharness.execution.stages.execute` — both input sets, the bound, the
 same-order emulation, the baseline policy ``auto`` — so this checks what a campaign reports,
 not one oracle in isolation.  The programs are correct (the registered workloads); the
-schedules are legal: reassociations of a reduction block (``tests/test_false_alarms.py``'s
+schedules are legal: reassociations of a reduction block (``fuzzharness.testing.schedules.reassociating_schedule``:
 drawer: reduction splits, permutations, rfactor, decompose_reduction), order-preserving
-random steps (``tests/test_order.py``'s drawer: spatial splits, moves, fuses, parallel,
+random steps (``fuzzharness.testing.schedules.spatial_schedule``: spatial splits, moves, fuses, parallel,
 vectorize, unroll, cache_write, decompose), or none.  Targets cycle through plain llvm (no
 FMA), ``x86-64-v3`` and the host CPU (both with FMA: fused multiply-adds), with and without
 vectorisation; dtypes float16, bfloat16, float32, float16-acc32, float16-acc32-out16; inputs
@@ -13,11 +13,11 @@ from every float distribution and the exact-integer mode.  Any status other than
 inconclusive is listed: a false alarm of the harness (or, should one ever appear, a TVM bug —
 it would then be analysed and named).
 
-    PYTHONPATH=. python benchmarks/false_alarm_sweep.py [--cases 2000] [--seed 3]
+    python benchmarks/false_alarm_sweep.py [--cases 2000] [--seed 3]
         [--freedoms reversed,wide,lanes]
 
 ``--freedoms``: every case's kernel is also lowered with one of TVM's *legal* freedoms
-(``tests/plugins/legal_freedoms.py``: reductions summed in reverse order, a float16
+(``fuzzharness/testing/legal_freedoms.py``: reductions summed in reverse order, a float16
 accumulator kept in float32, per-lane partial sums), cycling through them; the declared
 program, the references and the order analysis stay the same.  Such kernels are correct, so
 they must give no finding either.  For each freedom the sweep also runs the kernel without it
@@ -30,18 +30,13 @@ from __future__ import annotations
 import argparse
 import collections
 import random
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from fuzzharness.core.case import Case  # noqa: E402
-from fuzzharness.core.tvm_support import trace_to_json  # noqa: E402
-from fuzzharness.execution.stages import execute  # noqa: E402
-from fuzzharness.generators import draw as draws  # noqa: E402
-from fuzzharness.generators.workloads import GenOptions, workloads  # noqa: E402
+from fuzzharness.core.case import Case
+from fuzzharness.core.tvm_support import trace_to_json
+from fuzzharness.execution.stages import execute
+from fuzzharness.generators import draw as draws
+from fuzzharness.generators.workloads import GenOptions, workloads
 
 FAMILIES = {"matmul": ("C",), "conv2d": ("conv",), "row_sum": ("B",), "softmax": ("sum", "max"),
             "layer_norm": ("mean", "var"), "pool2d": ("pool_sum",), "reduce": ("sum",),
@@ -77,8 +72,7 @@ def schedule(name: str, params: dict, kind: str, rng: random.Random):
     from tvm import s_tir
     from tvm.s_tir.schedule.schedule import ScheduleError
 
-    from tests.test_false_alarms import reassociating_schedule
-    from tests.test_order import spatial_schedule
+    from fuzzharness.testing.schedules import reassociating_schedule, spatial_schedule
 
     if kind == "none":
         return None
@@ -114,7 +108,7 @@ def main() -> None:
     args = ap.parse_args()
     freedoms = [f for f in args.freedoms.split(",") if f]
     if freedoms:
-        import tests.plugins.legal_freedoms as legal
+        import fuzzharness.testing.legal_freedoms as legal
 
         unknown = set(freedoms) - set(legal.FREEDOMS)
         if unknown:

@@ -1,10 +1,10 @@
 """Fixed rtol/atol pairs versus the error-bound oracle: false alarms and misses on the same cases.
 
 Correct cases (every failure is a false alarm): the reductions under legal, correct,
-reassociating random schedules (tests/test_false_alarms.py's drawer: reduction splits,
+reassociating random schedules (``fuzzharness.testing.schedules.reassociating_schedule``: reduction splits,
 permutations, rfactor, decompose_reduction) and every other workload unscheduled, across the
 float dtypes and distributions.  Wrong cases (every pass is a miss): the simulated
-miscompilations of tests/plugins/wrong_programs.py (a dropped reduction term, an off-by-one
+miscompilations of fuzzharness/testing/wrong_programs.py (a dropped reduction term, an off-by-one
 output column, an fp32 accumulator rounded to fp16 every step) under the same kinds of
 schedules, in the float and exact-integer modes; plus, on correct outputs, one element
 replaced by the result with one reduction term lost ("lost term" injection).
@@ -14,7 +14,7 @@ for (1e-3, 1e-3) and (1e-2, 1e-2) — the reference being the float64 value — 
 oracle (bound, exact mode, order-aware baseline).  ``inconclusive`` verdicts of the oracle are
 counted apart (neither pass nor fail).
 
-    PYTHONPATH=. python benchmarks/oracle_comparison.py [--sets 40] [--seed 1]
+    python benchmarks/oracle_comparison.py [--sets 40] [--seed 1]
 """
 
 from __future__ import annotations
@@ -22,22 +22,17 @@ from __future__ import annotations
 import argparse
 import collections
 import random
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import tests.plugins.wrong_programs  # noqa: E402,F401  (registers the wrong programs)
-from fuzzharness.core.case import Case  # noqa: E402
-from fuzzharness.core.tvm_support import trace_to_json  # noqa: E402
-from fuzzharness.execution.stages import execute  # noqa: E402
-from fuzzharness.generators import draw as draws  # noqa: E402
-from fuzzharness.generators.workloads import GenOptions, workloads  # noqa: E402
-from tests.test_false_alarms import REDUCTION_BLOCK, reassociating_schedule  # noqa: E402
+import fuzzharness.testing.wrong_programs  # noqa: F401  (registers the wrong programs)
+from fuzzharness.core.case import Case
+from fuzzharness.core.tvm_support import trace_to_json
+from fuzzharness.execution.stages import execute
+from fuzzharness.generators import draw as draws
+from fuzzharness.generators.workloads import GenOptions, workloads
+from fuzzharness.testing.schedules import REDUCTION_BLOCK, reassociating_schedule
 
 FLOAT = ("uniform", "normal", "cancellation", "wide_range")
 PAIRS = ((1e-3, 1e-3), (1e-2, 1e-2))

@@ -1,6 +1,6 @@
 """Oracle power: which share of injected faults does the harness's verdict catch?
 
-Faults (``tests/plugins/injected_faults.py``) are real kernels compiled by TVM from a program
+Faults (``fuzzharness/testing/injected_faults.py``) are real kernels compiled by TVM from a program
 that differs from the declared one in one known way — one dropped reduction term, the
 accumulator rounded to fp16 at every step, the layer-norm variance divided by N − 1 or its
 eps dropped, one exponential missing from a softmax denominator, average pooling divided by
@@ -16,11 +16,11 @@ column, since it is not a failure of the case).  The cases mimic what the genera
 a quarter of them (where the workload offers it) and every case whose reduction is too long
 for its accumulator's error model (``k·u ≥ 1/2``) use the exact-integer input mode, the rest
 one of the float distributions; a quarter are unscheduled, a quarter get a random
-order-preserving schedule (``tests/test_order.py``'s drawer), half a random reassociating one
-(``tests/test_false_alarms.py``'s drawer on the reduction block).  The order analysis reads
+order-preserving schedule (``fuzzharness.testing.schedules.spatial_schedule``), half a random reassociating one
+(``fuzzharness.testing.schedules.reassociating_schedule``: drawer on the reduction block).  The order analysis reads
 the schedule applied to the *declared* program, as it would for a real miscompilation.
 
-    PYTHONPATH=. python benchmarks/oracle_power.py [--cases 8] [--seed 1] [--json out.json]
+    python benchmarks/oracle_power.py [--cases 8] [--seed 1] [--json out.json]
 
 Share caught, (fault, dtype) rows, K columns; "n" = cases judged; the "kept"/"reassoc"
 columns split the row by whether the schedule kept every element's order.
@@ -71,20 +71,16 @@ import argparse
 import collections
 import json
 import random
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from fuzzharness.core.case import Case  # noqa: E402
-from fuzzharness.core.tvm_support import trace_to_json  # noqa: E402
-from fuzzharness.execution.stages import execute  # noqa: E402
-from fuzzharness.generators.inputs import EXACT_DISTRIBUTIONS  # noqa: E402
-from fuzzharness.generators.workloads import workloads  # noqa: E402
-from fuzzharness.oracles.program import Numerics  # noqa: E402
-from tests.plugins.injected_faults import FAULTS  # noqa: E402
+from fuzzharness.core.case import Case
+from fuzzharness.core.tvm_support import trace_to_json
+from fuzzharness.execution.stages import execute
+from fuzzharness.generators.inputs import EXACT_DISTRIBUTIONS
+from fuzzharness.generators.workloads import workloads
+from fuzzharness.oracles.program import Numerics
+from fuzzharness.testing.injected_faults import FAULTS
 
 SIZES = (64, 256, 1024)
 DTYPES = ("float16", "bfloat16", "float16-acc32", "float32")
@@ -116,8 +112,7 @@ def draw_schedule(base: str, params: dict, kind: str, rng: random.Random):
     from tvm.s_tir.schedule.schedule import ScheduleError
 
     from fuzzharness.oracles.order import accumulation_order
-    from tests.test_false_alarms import reassociating_schedule
-    from tests.test_order import spatial_schedule
+    from fuzzharness.testing.schedules import reassociating_schedule, spatial_schedule
 
     if kind == "none":
         return None

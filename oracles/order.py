@@ -82,7 +82,7 @@ class OrderAnalysis:
 
 
 @dataclasses.dataclass
-class _Site:
+class Site:
     """One block realisation with the loops (and other wrappers) above it."""
 
     realize: Any
@@ -90,10 +90,11 @@ class _Site:
     wrapped: str | None  # "if" / "block" when something other than loops encloses it
 
 
-def _sites(func) -> dict[str, list[_Site]]:
+def block_sites(func) -> dict[str, list[Site]]:
+    """Every block realisation of ``func`` by block name, with the loops above it."""
     from tvm import s_tir, tirx
 
-    found: dict[str, list[_Site]] = {}
+    found: dict[str, list[Site]] = {}
 
     def walk(node, loops: list, wrapped: str | None) -> None:
         if node is None:
@@ -106,7 +107,7 @@ def _sites(func) -> dict[str, list[_Site]]:
         elif isinstance(node, s_tir.SBlockRealize):
             name = str(node.block.name_hint)
             if name != "root":
-                found.setdefault(name, []).append(_Site(node, loops, wrapped))
+                found.setdefault(name, []).append(Site(node, loops, wrapped))
                 inner = "block"
             else:
                 inner = wrapped
@@ -251,7 +252,7 @@ def _uses(expr, loops: list) -> set[int]:
     return {i for i, lp in enumerate(loops) if any(lp.loop_var.same_as(v) for v in vs)}
 
 
-def _check_reduction_order(site: _Site, original_block) -> None:
+def _check_reduction_order(site: Site, original_block) -> None:
     from tvm import tirx
 
     realize, loops = site.realize, site.loops
@@ -330,7 +331,7 @@ def _is_reduction(block) -> bool:
 def _spatial_kept(original, scheduled) -> bool:
     """See :attr:`OrderAnalysis.spatial_kept` (False when unsure)."""
     try:
-        before, after = _sites(original), _sites(scheduled)
+        before, after = block_sites(original), block_sites(scheduled)
         p_before, p_after = _params(original), _params(scheduled)
         for name, sites in before.items():
             block = sites[0].realize.block
@@ -359,8 +360,8 @@ def _params(func) -> frozenset:
 
 
 def _analyse(original, scheduled) -> None:
-    before = _sites(original)
-    after = _sites(scheduled)
+    before = block_sites(original)
+    after = block_sites(scheduled)
     p_before, p_after = _params(original), _params(scheduled)
     accounted: set[str] = set()
     for name, sites in before.items():

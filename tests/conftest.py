@@ -38,7 +38,7 @@ def need(reason: str | None) -> None:
 @pytest.fixture
 def plugin_env(monkeypatch):
     """Make worker processes import the test plugins (and find the tests package)."""
-    monkeypatch.setenv("FUZZHARNESS_PLUGINS", "tests.plugins.wrong_programs")
+    monkeypatch.setenv("FUZZHARNESS_PLUGINS", "fuzzharness.testing.wrong_programs")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     return dict(os.environ)
 

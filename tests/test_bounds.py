@@ -7,8 +7,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import fuzzharness.testing.wrong_programs  # noqa: F401
 import tests.plugins.fault_backends  # noqa: F401  (test_llvm_last_bit)
-import tests.plugins.wrong_programs  # noqa: F401
 from fuzzharness.core.case import Case
 from fuzzharness.core.verdict import Status
 from fuzzharness.execution.stages import execute

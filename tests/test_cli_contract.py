@@ -31,7 +31,7 @@ from tests.conftest import ROOT, run_cli
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
-WRONG = "tests.plugins.wrong_programs"
+WRONG = "fuzzharness.testing.wrong_programs"
 STOP_WITHIN = 15.0  # seconds from the signal to the exit (a loaded 2-core machine)
 
 

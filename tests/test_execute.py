@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-import tests.plugins.wrong_programs  # noqa: F401  (registers the wrong programs)
+import fuzzharness.testing.wrong_programs  # noqa: F401  (registers the wrong programs)
 from fuzzharness.core.case import Case
 from fuzzharness.core.verdict import Stage, Status
 from fuzzharness.execution.stages import execute

@@ -29,6 +29,7 @@ from fuzzharness.generators.inputs import make_inputs
 from fuzzharness.generators.workloads import workloads
 from fuzzharness.oracles.compare import judge
 from fuzzharness.oracles.program import Numerics
+from fuzzharness.testing.schedules import REDUCTION_BLOCK, reassociating_schedule
 
 DISTRIBUTIONS = ("uniform", "normal", "cancellation", "wide_range")
 SCHEDULES_PER_SET = 25
@@ -64,77 +65,11 @@ def param_sets(rng: random.Random) -> list[tuple[str, dict]]:
     return sets
 
 
-REDUCTION_BLOCK = {"matmul": "C", "row_sum": "B", "conv2d": "conv"}
 
 
 def random_schedule(func, block_name: str, rng: random.Random):
     """A legal reassociating schedule's PrimFunc (raises ScheduleError when TVM refuses)."""
     return reassociating_schedule(func, block_name, rng).mod["main"]
-
-
-def reassociating_schedule(func, block_name: str, rng: random.Random):
-    """The schedule itself (its trace replays in a Case)."""
-    from tvm import s_tir
-
-    sch = s_tir.Schedule(func)
-    block = sch.get_sblock(block_name)
-    loops = list(sch.get_loops(block))
-    kinds = loop_kinds(sch, block, loops)
-    reduce = [lp for lp, k in zip(loops, kinds, strict=True) if k == "R"]
-    for lp in reduce:
-        extent = int(sch.get(lp).extent)
-        if extent > 1 and rng.random() < 0.8:
-            factor = rng.randint(2, max(2, min(extent, 64)))
-            parts = sch.split(lp, factors=[None, factor])
-            if rng.random() < 0.3 and int(sch.get(parts[0]).extent) > 2:
-                sch.split(parts[0], factors=[None, rng.randint(2, 5)])
-    loops = list(sch.get_loops(block))
-    order = loops[:]
-    rng.shuffle(order)
-    sch.reorder(*order)
-    kinds = loop_kinds(sch, block, list(sch.get_loops(block)))
-    r_loops = [lp for lp, k in zip(sch.get_loops(block), kinds, strict=True) if k == "R"]
-    safe = [lp for lp in r_loops if every_slice_has_work(sch, block, lp)]
-    if safe and rng.random() < 0.35:
-        target = rng.choice(safe)
-        n_spatial = sum(1 for k in kinds if k == "S")
-        rf = sch.rfactor(target, rng.randint(0, n_spatial))
-        if rng.random() < 0.5:
-            rf_loops = list(sch.get_loops(rf))
-            rng.shuffle(rf_loops)
-            sch.reorder(*rf_loops)
-    elif r_loops and rng.random() < 0.25:
-        loops = list(sch.get_loops(block))
-        sch.decompose_reduction(block, rng.choice(loops))
-    return sch
-
-
-def every_slice_has_work(sch, block, loop) -> bool:
-    """Whether every value of ``loop`` keeps at least one iteration the block predicate allows.
-
-    TVM 0.27 bug (found by this test): ``rfactor`` of a loop some of whose values are masked
-    entirely by the predicate of a non-divisible split leaves those slices of the rfactor
-    buffer uninitialised — the init sits under the predicate — and the final reduction adds
-    whatever memory held (garbage, or nan).  Such draws are excluded here: this test is
-    about false alarms on *correct* schedules.
-    """
-    from fuzzharness.oracles.order import _eval, _Site, _sites
-
-    site: _Site = _sites(sch.mod["main"])[str(sch.get(block).name_hint)][0]
-    loops = site.loops
-    target = next(i for i, lp in enumerate(loops) if lp.loop_var.same_as(sch.get(loop).loop_var))
-    grids = np.indices([int(lp.extent) for lp in loops]).reshape(len(loops), -1)
-    env = {lp.loop_var: grids[i] + int(lp.min) for i, lp in enumerate(loops)}
-    valid = np.broadcast_to(_eval(site.realize.predicate, env), grids.shape[1:]).astype(bool)
-    hit = np.zeros(int(loops[target].extent), bool)
-    hit[grids[target][valid]] = True
-    return bool(hit.all())
-
-
-def loop_kinds(sch, block, loops) -> list[str]:
-    from fuzzharness.generators.schedules.base import ScheduleState
-
-    return ScheduleState(sch, None).loop_kinds(block)
 
 
 def compile_batch(funcs, opt_default: bool):

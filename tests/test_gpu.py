@@ -337,7 +337,7 @@ def test_failed_gpu_case_is_cross_checked_on_llvm(opencl, workload, status):
     error."""
     from tvm import s_tir
 
-    import tests.plugins.wrong_programs  # noqa: F401  (registers the workloads)
+    import fuzzharness.testing.wrong_programs  # noqa: F401  (registers the workloads)
 
     p = {"M": 6, "N": 8, "K": 12, "dtype": "float32"}
     wl = workloads[workload]

@@ -119,6 +119,21 @@ def test_a_private_reach_in_is_reported(tmp_path):
         "bad.py:1: from fuzzharness.releases.check import _hidden", "bad.py:4: driver._secret"]
 
 
+def test_benchmarks_import_nothing_from_tests():
+    """Benchmarks are a suite of their own: what they share with the tests lives in
+    ``fuzzharness.testing``."""
+    import ast
+
+    found = []
+    for path in (ROOT / "benchmarks").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            found += [f"{path.name}:{node.lineno}: {n}" for n in names
+                      if n == "tests" or n.startswith("tests.")]
+    assert found == []
+
+
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         result = lint_imports(installed_layout(Path(tmp)))

@@ -1,12 +1,12 @@
 """TVM's legal freedoms are never findings; the faults next to them still are.
 
 A compiler may sum a reduction in another order, in per-lane partial sums, or keep a wider
-accumulator (``tests/plugins/legal_freedoms.py`` builds such kernels with TVM from the
+accumulator (``fuzzharness/testing/legal_freedoms.py`` builds such kernels with TVM from the
 declared program, as a TVM release lowering it that way would).  Their outputs differ from
 the declared arithmetic bit for bit — each test checks that first, so that passing means
 something — yet every verdict must be a pass or a note (``order_preserving_divergence``, the
 same-order check alone disagreeing), never a finding.  Next to them, a kernel that drops a
-term or narrows its accumulator (``tests/plugins/injected_faults.py``) with the same shapes,
+term or narrows its accumulator (``fuzzharness/testing/injected_faults.py``) with the same shapes,
 inputs and schedule must still fail.
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import pytest
 
-import tests.plugins.injected_faults  # noqa: F401  (registers the fault workloads)
-import tests.plugins.legal_freedoms as legal
+import fuzzharness.testing.injected_faults  # noqa: F401  (registers the fault workloads)
+import fuzzharness.testing.legal_freedoms as legal
 from fuzzharness.core.case import Case
 from fuzzharness.core.verdict import Status
 from fuzzharness.execution.stages import execute

@@ -2,7 +2,7 @@
 appeared, which was not seen again, and which is a regression against the baseline TVM
 (reports/tables.py ``nightly``; docs/nightly.md).
 
-The bugs are the simulated miscompilations of tests/plugins/wrong_programs.py, unscheduled
+The bugs are the simulated miscompilations of fuzzharness/testing/wrong_programs.py, unscheduled
 (``--max-steps 0``: one bucket per program):
 
 night 1  drops_term                      → drops_term new
@@ -18,14 +18,14 @@ import sys
 
 import pytest
 
+from fuzzharness.testing.wrong_programs import FIXED_ENV
 from tests.conftest import ROOT, run_cli
-from tests.plugins.wrong_programs import FIXED_ENV
 
 pytestmark = pytest.mark.slow
 
 
 def _night(out, workloads: str, *extra):
-    env = dict(os.environ, FUZZHARNESS_PLUGINS="tests.plugins.wrong_programs",
+    env = dict(os.environ, FUZZHARNESS_PLUGINS="fuzzharness.testing.wrong_programs",
                PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     r = run_cli("run", "--max-cases", "4", "--workers", "1", "--seed", "1", "--no-minimize",
                 "--target", "llvm", "--workloads", workloads, "--dtypes", "float32",

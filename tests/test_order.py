@@ -7,14 +7,15 @@ import random
 
 import pytest
 
+import fuzzharness.testing.wrong_programs  # noqa: F401  (registers the wrong programs)
 import tests.plugins.fault_backends as faults
-import tests.plugins.wrong_programs  # noqa: F401  (registers the wrong programs)
 from fuzzharness.core.case import Case
 from fuzzharness.core.tvm_support import trace_to_json
 from fuzzharness.core.verdict import Status
 from fuzzharness.execution.stages import execute
 from fuzzharness.generators.workloads import workloads
 from fuzzharness.oracles.order import accumulation_order
+from fuzzharness.testing.schedules import spatial_schedule
 
 MATMUL = {"M": 6, "N": 5, "K": 37, "dtype": "float16"}
 
@@ -124,47 +125,6 @@ def test_inlining_an_elementwise_block_is_not_order_preserving():
 
 
 # -- order-preserving random schedules reproduce the baseline bit for bit --------------------
-
-def spatial_schedule(sch, rng: random.Random) -> None:
-    """Random steps that never touch an accumulation order: spatial splits, fuses, moves across
-    reduction loops, parallel/vectorize/unroll, caches, decompose_reduction."""
-    from tvm.s_tir.schedule.schedule import ScheduleError
-
-    from fuzzharness.generators.schedules.base import ScheduleState
-
-    state = ScheduleState(sch, None)
-    for _ in range(rng.randint(1, 5)):
-        state.invalidate()  # the steps below change the function under the cached facts
-        name = rng.choice(state.block_names())
-        block = sch.get_sblock(name)
-        loops = list(sch.get_loops(block))
-        kinds = state.loop_kinds(block)
-        spatial = [lp for lp, k in zip(loops, kinds, strict=True) if k == "S"]
-        what = rng.choice(["split", "move", "fuse", "parallel", "vectorize", "unroll", "cache_write",
-                           "decompose"])
-        try:
-            if what == "split" and spatial:
-                sch.split(rng.choice(spatial), [None, rng.randint(2, 5)])
-            elif what == "move" and spatial and len(loops) > 1:
-                lp = rng.choice(spatial)
-                others = [x for x in loops if not x.same_as(lp)]
-                pos = rng.randint(0, len(others))
-                sch.reorder(*(others[:pos] + [lp] + others[pos:]))
-            elif what == "fuse" and len(loops) > 1 and kinds[0] == kinds[1] == "S":
-                sch.fuse(loops[0], loops[1])
-            elif what == "parallel" and kinds and kinds[0] == "S":
-                sch.parallel(loops[0])
-            elif what == "vectorize" and kinds and kinds[-1] == "S" and sch.get(loops[-1]).extent.value <= 16:
-                sch.vectorize(loops[-1])
-            elif what == "unroll" and loops and sch.get(loops[-1]).extent.value <= 16:
-                sch.unroll(loops[-1])
-            elif what == "cache_write":
-                sch.cache_write(block, 0, "local")
-            elif what == "decompose" and "R" in kinds:
-                sch.decompose_reduction(block, loops[kinds.index("R")])
-        except ScheduleError:
-            pass
-
 
 CASES = [
     ("matmul", {"M": 8, "N": 12, "K": 100, "dtype": "float16"}),

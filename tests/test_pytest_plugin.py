@@ -21,7 +21,7 @@ from tests.conftest import ROOT, _plugin_installed, run_cli
 
 pytestmark = pytest.mark.slow  # campaigns, subprocesses, clusters
 
-WRONG = "tests.plugins.wrong_programs"
+WRONG = "fuzzharness.testing.wrong_programs"
 
 
 def run_pytest(folder: Path, *args, plugins: str | None = None, conftest: str | None = None,
@@ -110,7 +110,7 @@ def test_wrong_program_fails_with_verdict_and_case(tmp_path):
 
     # case i of the sample is generate_case(seed, i, settings for its combination): the seed
     # given back regenerates it
-    import tests.plugins.wrong_programs  # noqa: F401
+    import fuzzharness.testing.wrong_programs  # noqa: F401
     from fuzzharness.generators.cases import GenSettings, generate_case
 
     regenerated = generate_case(14, int(index), GenSettings(
@@ -201,7 +201,7 @@ def test_unavailable_target_is_skipped_with_reason(tmp_path):
 
 def test_corpus_entries(tmp_path):
     """reproduces → xfail(strict); a fixed bug XPASSes and fails; fixed entries must pass."""
-    import tests.plugins.wrong_programs  # noqa: F401
+    import fuzzharness.testing.wrong_programs  # noqa: F401
     from fuzzharness.buckets.signatures import signature
     from fuzzharness.execution.stages import execute
     from fuzzharness.generators.cases import GenSettings, generate_case
@@ -298,7 +298,7 @@ def test_baseline_turns_old_failures_into_xfail_and_new_ones_into_regressions(tm
     """--fuzz-baseline: the off-by-one program fails on this TVM; under a baseline on which it
     fails too it is xfail (pre-existing), under one that compiles it right (an interpreter
     wrapper that sets the plugin's FIXED_ENV) it FAILs as a regression."""
-    from tests.plugins.wrong_programs import FIXED_ENV
+    from fuzzharness.testing.wrong_programs import FIXED_ENV
 
     fixed = tmp_path / "python"
     fixed.write_text(f'#!/bin/sh\nPYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{ROOT}" {FIXED_ENV}=1 '

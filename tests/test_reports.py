@@ -26,7 +26,7 @@ pytestmark = pytest.mark.slow  # campaigns, subprocesses, clusters
 @pytest.fixture(scope="module")
 def campaigns(tmp_path_factory):
     base = tmp_path_factory.mktemp("campaigns")
-    env = dict(os.environ, FUZZHARNESS_PLUGINS="tests.plugins.wrong_programs",
+    env = dict(os.environ, FUZZHARNESS_PLUGINS="fuzzharness.testing.wrong_programs",
                PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     dirs = []
     # random schedules; then two nights of unscheduled cases, whose wrong-program failures

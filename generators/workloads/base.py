@@ -138,7 +138,7 @@ class Workload:
         """The program the kernel is built from: :meth:`source` itself.
 
         A fault-injection point for simulated miscompilations (the deliberately wrong programs
-        of ``tests/plugins/wrong_programs.py``): the reference, the error model, the order
+        of ``fuzzharness/testing/wrong_programs.py``): the reference, the error model, the order
         analysis and the unscheduled baseline all use :meth:`source`, only the scheduled
         kernel uses this — exactly as if TVM had compiled :meth:`source` into this program.
         """

@@ -2,7 +2,7 @@
 
 Loaded into worker processes through ``FUZZHARNESS_PLUGINS=tests.plugins.memory_bugs``.
 Three float32 row-sum workloads (drawn only when named), each with a *kernel* that differs
-from its program as if TVM had miscompiled it (see ``tests/plugins/wrong_programs.py``):
+from its program as if TVM had miscompiled it (see ``fuzzharness/testing/wrong_programs.py``):
 
 ``test_oob_write``     the kernel also stores one element past the end of its output ``B``
                        (``side = "after"``) or one before its start (``"before"``) — a real

@@ -1,7 +1,7 @@
 """Injected faults: real kernels compiled by TVM from a program that differs in one known way.
 
 Each fault is a non-default workload that overrides :meth:`Workload.kernel_source`
-(the way :mod:`tests.plugins.wrong_programs` does): the reference, the error model, the order
+(the way :mod:`fuzzharness.testing.wrong_programs` does): the reference, the error model, the order
 analysis and the unscheduled baseline all see the workload's declared program, only the
 scheduled kernel is built from the faulty one — as if TVM had miscompiled the declared
 program into it.  ``benchmarks/oracle_power.py`` measures which share of them the oracle

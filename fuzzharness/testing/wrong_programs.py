@@ -1,7 +1,7 @@
 """Deliberately wrong programs: the oracle must fail them (proof that a comparison can fail).
 
 Two kinds, both registered as non-default workloads so they travel through the same
-pipeline (and worker processes, via FUZZHARNESS_PLUGINS=tests.plugins.wrong_programs):
+pipeline (and worker processes, via FUZZHARNESS_PLUGINS=fuzzharness.testing.wrong_programs):
 
 * *simulated miscompilations* override :meth:`Workload.kernel_source`: the program, its
   float64 reference and the unscheduled baseline are the real workload's, but the kernel is

@@ -15,7 +15,7 @@ backend may lower a reduction (issue "the oracle must survive TVM's legal freedo
               :data:`LANES` (and ≥ 2·LANES) keeps ``LANES`` partial sums, one per lane
               (``split`` + ``rfactor``), then adds the lanes: what a vectorizing lowering does.
 
-Like :mod:`tests.plugins.injected_faults`, each (freedom, workload) pair is a non-default
+Like :mod:`fuzzharness.testing.injected_faults`, each (freedom, workload) pair is a non-default
 workload whose :meth:`kernel_source` is the transformed program: the reference, the error
 model, the order analysis, the emulation and the unscheduled baseline all see the declared
 program, only the scheduled kernel is built from the transformed one — as if TVM had
