@@ -134,3 +134,26 @@ def test_the_checks_see_a_broken_link_and_a_wrong_command(tmp_path):
     assert bad_commands(text, build_parser()) == [
         "python -m fuzzharness runn DIR: no command 'runn'",
         "fuzzharness status DIR --no-such-flag: fuzzharness status has no option --no-such-flag"]
+
+
+def test_the_campaign_format_lists_every_table_and_column(tmp_path):
+    """docs/campaign-format.md is what small tools read: every table of a new database
+    (and the coverage table) is a row of its table list, with every column."""
+    import sqlite3
+
+    from fuzzharness.campaign import coverage
+    from fuzzharness.campaign.db import ResultsDB
+
+    ResultsDB(tmp_path, create=True).close()
+    con = sqlite3.connect(tmp_path / "results.sqlite")
+    con.execute(coverage.TABLE)
+    tables = {name: [r[1] for r in con.execute(f"PRAGMA table_info({name})")]
+              for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+              if not name.startswith("sqlite_")}
+    con.close()
+    rows = {m.group(1): m.group(2) for m in re.finditer(
+        r"^\| `(\w+)` \| (.*?) \|", (ROOT / "docs" / "campaign-format.md").read_text(), re.M)}
+    missing = [f"{t}.{c}" if t in rows else t for t, cols in tables.items()
+               for c in (cols if t in rows else [None]) if t not in rows or f"`{c}`" not in rows[t]]
+    assert sorted(set(missing)) == [], "document them in docs/campaign-format.md"
+    assert len(tables) >= 10
