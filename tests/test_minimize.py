@@ -284,6 +284,51 @@ def test_hypothesis_shrinks_the_choice_sequence_of_a_generated_case():
     assert trace_edit.length(r.case.trace) <= trace_edit.length(found.trace)
 
 
+def test_a_crash_while_drawing_shrinks_and_never_kills_the_minimizer(monkeypatch):
+    """A TVM abort inside a schedule primitive (played by ``os.abort`` in ``reorder``: TVM's
+    own aborts are not reachable on purpose) kills the forked child that draws each
+    candidate, never this process: the draws it made are replayed, the death is the
+    candidate's verdict (as a worker's death is), and the choices shrink.  Both sides: the
+    same choices without the abort generate a case; capturing the failing call of a
+    crashing draw says why there is no script instead of dying."""
+    import os
+    import time
+
+    from tvm import s_tir
+
+    from fuzzharness.generators import draw as draws
+    from fuzzharness.generators.cases import GenSettings, generate_case
+    from fuzzharness.kinds.tir.generation_failure import capture_isolated
+    from fuzzharness.minimize.hypothesis_shrink import draw_events, drawn_values, shrink_choices
+    from fuzzharness.repro.kit import NotReproducible
+
+    settings = GenSettings(workloads=("matmul",), primitives=("split", "reorder", "fuse"),
+                           metaschedule_fraction=0.0, option_fraction=0.0)
+    found = next(c for c in (generate_case(5, i, settings) for i in range(60))
+                 if "Reorder" in trace_edit.kinds(c.trace) and trace_edit.length(c.trace) >= 3)
+    choices = found.origin["choices"]
+    died, events = draw_events(draws.from_choices(choices), settings)
+    assert died is None and drawn_values(events) == choices  # TVM as it is: the draw lives
+
+    def aborting_reorder(self, *loops):
+        os.abort()
+
+    monkeypatch.setattr(s_tir.Schedule, "reorder", aborting_reorder)
+
+    def crash(case_dict, v) -> bool:
+        return v.status is Status.CRASH and v.details.get("signal") == "SIGABRT"
+
+    r = shrink_choices(choices, settings, evaluate=lambda c: None, interesting=crash,
+                       deadline=time.monotonic() + 60)
+    assert r is not None and r.case is None and crash(None, r.verdict), r
+    assert r.verdict.stage is Stage.GENERATE and "killed by SIGABRT" in r.verdict.message
+    assert len(r.choices) <= len(choices)
+    died, events = draw_events(draws.from_choices(r.choices), settings)
+    assert died is not None and died.returncode == -6 and events  # still the crash
+    with pytest.raises(NotReproducible, match="kills the process"):
+        capture_isolated(r.choices, settings)
+
+
 # -- a real TVM 0.27 miscompile, minimized end to end ------------------------------------------------
 def loop_partition_case() -> Case:
     """row_sum with loop_partition of its reduction loop plus bystanders (split, unroll
@@ -381,3 +426,42 @@ def test_smaller_params_stay_inside_what_the_workload_can_draw():
         "M": 3, "N": 8, "K": 8, "dtype": "float32"}}, "inputs": {"distribution": "normal",
         "seed": 1}, "schedule": {"trace": None}, "target": {"kind": "llvm"}})
     assert any(c.params["K"] == 1 for c in propose_params(plain))
+
+
+@pytest.mark.slow
+def test_a_campaign_minimizes_a_bucket_whose_schedule_draw_kills_the_process(tmp_path):
+    """End to end, real processes: workers die drawing a schedule (the bucket: a crash at
+    ``generate``, no case stored); the lane that minimizes it draws in forked children, so it
+    shrinks the choices and records why there is no script — it is never "the minimizing
+    process died"."""
+    import os
+    import re
+    import sqlite3
+
+    from fuzzharness.generators.cases import GenSettings, generate_case
+    from tests.conftest import ROOT, run_cli
+
+    gen = GenSettings(workloads=("matmul",), primitives=("split", "reorder"))
+    seed = next(s for s in range(100)  # the first whose 6 cases reorder (then abort) at least twice
+                if sum("Reorder" in trace_edit.kinds(generate_case(s, i, gen).trace)
+                       for i in range(6)) >= 2)
+    env = dict(os.environ, FUZZHARNESS_PLUGINS="tests.plugins.aborting_schedule",
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    out = tmp_path / "run"
+    r = run_cli("run", "--seed", seed, "--max-cases", 6, "--workers", 2, "--target", "llvm",
+                "--workloads", "matmul", "--primitives", "split,reorder", "--timeout", 60,
+                "--no-progress", "--out", out, "--minimize-budget", 90, env=env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    con = sqlite3.connect(out / "results.sqlite")
+    crashes = con.execute("SELECT count(*) FROM results WHERE status = 'crash' AND stage = "
+                          "'generate' AND bucket IS NOT NULL").fetchone()[0]
+    rows = con.execute("SELECT r.notes FROM repros r "
+                       "JOIN buckets b ON b.key = r.bucket WHERE b.stage = 'generate'").fetchall()
+    con.close()
+    assert crashes > 0 and len(rows) == 1, (crashes, rows)
+    notes = rows[0][0]
+    assert "kills the process (killed by SIGABRT)" in notes, notes
+    assert "process died" not in notes
+    log = "".join(p.read_text(errors="replace") for p in (out / "logs").glob("lane-*.log"))
+    assert re.search(r"hypothesis: \d+ → \d+ choices in \d+ calls", log), log[-2000:]
+

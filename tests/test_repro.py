@@ -158,7 +158,7 @@ def test_failure_while_drawing_the_schedule_gets_a_script(tmp_path, monkeypatch)
 
     import fuzzharness.generators.cases as cases
     from fuzzharness.generators import draw as draws
-    from fuzzharness.kinds.tir.generation_failure import as_case, capture
+    from fuzzharness.kinds.tir.generation_failure import as_case, capture, capture_isolated
     from fuzzharness.minimize.hypothesis_shrink import draw
 
     def failing_schedule(func, data, settings):
@@ -179,6 +179,7 @@ def test_failure_while_drawing_the_schedule_gets_a_script(tmp_path, monkeypatch)
     assert verdict.status is Status.COMPILE_ERROR and verdict.stage.value == "schedule"
     call = capture(choices, settings)
     assert call.line == "sch.reindex(block=b4, buffer=('read', 0))"
+    assert capture_isolated(choices, settings) == call  # the same, from a forked child
     case = as_case(call, settings, {})
     assert [i[0] for i in case.trace[0]] == ["GetSBlock", "GetLoops", "DecomposeReduction",
                                               "GetSBlock"]

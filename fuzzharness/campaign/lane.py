@@ -51,7 +51,8 @@ from fuzzharness.engine.executor import TaskResult
 from fuzzharness.engine.worker import die_with_parent
 from fuzzharness.generators import draw as draws
 from fuzzharness.generators.cases import draw_case
-from fuzzharness.kinds.tir.generation_failure import as_case, capture
+from fuzzharness.kinds.tir.generation_failure import as_case, capture_isolated
+from fuzzharness.minimize.hypothesis_shrink import draw_events, drawn_values
 from fuzzharness.minimize.minimizer import MinimizeResult, minimize
 from fuzzharness.minimize.report import REPROS_DIR, BucketRepro
 from fuzzharness.repro.kit import NotReproducible
@@ -195,8 +196,12 @@ def _example(row: dict[str, Any], seed: int, settings) -> tuple[Case | None, Ver
     verdict = Verdict.from_dict(row["verdict"])
     if row["case"] is not None:
         return Case.from_dict(row["case"]), verdict, None
-    # no case stored: the failure happened while the schedule was drawn; draw it again
+    # no case stored: the failure happened while the schedule was drawn; draw it again —
+    # in a forked child first, which may die of it (a crash bucket): then its choices so far
     data = draws.for_case(seed, row["idx"])
+    died, events = draw_events(data, settings.generation)
+    if died is not None:
+        return None, verdict, drawn_values(events)
     try:
         draw_case(data, settings.generation)
     except Exception:  # noqa: BLE001 - expected: this is the failure
@@ -211,7 +216,7 @@ def _write(out: Path, key: str, m: MinimizeResult, settings, versions, verify_ti
     case, verdict = m.case, m.verdict
     if case is None and m.choices is not None:  # a failure while drawing the schedule
         try:
-            call = capture(m.choices, settings.generation)
+            call = capture_isolated(m.choices, settings.generation)
         except NotReproducible as e:
             res.status, res.note = "not reproduced", f"no standalone script: {e}"
             return res, None

@@ -19,8 +19,14 @@ Where it runs: drawing a case runs TVM's schedule primitives, here in the minimi
 process (the engine needs the draws); the generated case then runs in a worker process like
 every other candidate.  A TVM exception raised while drawing is classified exactly as the
 campaign's worker classifies it (``compile_error`` at ``schedule``), so a bucket found
-during generation can be shrunk too.  The shrinker is sequential by design: one candidate at
-a time.
+during generation can be shrunk too.  A TVM *crash* while drawing (an abort, a segfault)
+would kill this process, so each candidate is first drawn in a forked child
+(:func:`fuzzharness.core.forked.call_in_fork`) that reports every draw it makes; when the
+child dies, its draws are replayed here on the same ``ConjectureData`` (the same choices,
+spans and constraints, without TVM) and the candidate's verdict is the death — classified as
+the campaign's worker classifies one (:func:`fuzzharness.engine.worker_deaths.death_verdict`,
+stage ``generate``) — so a crash bucket born in the schedule draw shrinks like any other.
+The shrinker is sequential by design: one candidate at a time.
 """
 
 from __future__ import annotations
@@ -32,7 +38,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from fuzzharness.core.case import Case
+from fuzzharness.core.forked import Died, Messages, call_in_fork
 from fuzzharness.core.verdict import Verdict
+from fuzzharness.engine import worker_deaths
 from fuzzharness.engine.tasks import generation_failure
 from fuzzharness.generators import draw as draws
 from fuzzharness.generators.cases import draw_case
@@ -40,6 +48,9 @@ from fuzzharness.generators.cases import draw_case
 # (case or None when generation raised, verdict or None when abandoned)
 Evaluate = Callable[[Case], Verdict | None]
 Interesting = Callable[[dict[str, Any] | None, Verdict], bool]
+
+
+DRAW_TIMEOUT = 60.0  # seconds a forked draw may take before it counts as a hang
 
 
 class _OutOfTime(BaseException):
@@ -101,15 +112,19 @@ def shrink_choices(choices: Sequence[Any], settings, *, evaluate: Evaluate,
     def test_function(data) -> None:
         calls[0] += 1
         error = None
-        try:
-            case = draw_case(data, settings)
-        except (StopTest, UnsatisfiedAssumption):
-            raise
-        except Exception as e:  # noqa: BLE001 - TVM failing while the schedule is drawn
-            case, verdict, error = None, generation_verdict(e), e
+        death = death_while_drawing(data, settings)
+        if death is not None:  # its draws are replayed on data: the same choices
+            case, verdict = None, death
         else:
-            case = case.replace(origin=dict(case.origin, choices=draws.recorded_choices(data)))
-            verdict = None
+            try:
+                case = draw_case(data, settings)
+            except (StopTest, UnsatisfiedAssumption):
+                raise
+            except Exception as e:  # noqa: BLE001 - TVM failing while the schedule is drawn
+                case, verdict, error = None, generation_verdict(e), e
+            else:
+                case = case.replace(origin=dict(case.origin, choices=draws.recorded_choices(data)))
+                verdict = None
         if deadline is not None and time.monotonic() >= deadline:
             # Out of time: not interesting, and the shrinker stops at its next step
             # (check_calls below).  Not by raising before drawing: Hypothesis' record of the
@@ -159,3 +174,94 @@ def shrink_choices(choices: Sequence[Any], settings, *, evaluate: Evaluate,
     best.calls = calls[0]
     best.improved = best is not initial
     return best
+
+
+# -- drawing in a forked child ---------------------------------------------------------------------
+def death_while_drawing(data, settings, timeout: float = DRAW_TIMEOUT) -> Verdict | None:
+    """Draw from ``data`` in a forked child first.  None when the child lived (the caller
+    then draws here, safely: the same choices give the same draws).  When it died, the draws
+    it made are replayed on ``data`` (so ``data`` holds the choices a crash needs, for the
+    shrinker) and the death's verdict is returned."""
+    died, events = draw_events(data, settings, timeout)
+    if died is None:
+        return None
+    replay(data, events)
+    if died.timed_out:
+        return worker_deaths.timeout_verdict(timeout, "generate", died.log_tail)
+    return worker_deaths.death_verdict(died.returncode, "generate", died.log_tail)
+
+
+def draw_events(data, settings, timeout: float = DRAW_TIMEOUT) -> tuple[Died | None, list]:
+    """(None or how the child died, the draws and spans it made, in order)."""
+
+    def child(messages: Messages) -> None:
+        draw, start, stop = data._draw, data.start_span, data.stop_span
+
+        def recorded_draw(choice_type, constraints, *, observe, forced):
+            value = draw(choice_type, constraints, observe=observe, forced=forced)
+            messages.send(["draw", choice_type, _encode(constraints), observe,
+                           _encode(forced), _encode(value)])
+            return value
+
+        def recorded_start(label):
+            messages.send(["start", label])
+            return start(label)
+
+        def recorded_stop(*, discard=False):
+            messages.send(["stop", discard])
+            return stop(discard=discard)
+
+        data._draw, data.start_span, data.stop_span = recorded_draw, recorded_start, recorded_stop
+        try:
+            draw_case(data, settings)
+        except BaseException:  # noqa: BLE001 - the parent draws again and sees it itself
+            pass
+
+    result, events = call_in_fork(child, timeout=timeout)
+    return (result if isinstance(result, Died) else None), events
+
+
+def replay(data, events: list) -> None:
+    """Make on ``data`` the draws and spans a child made (without running anything)."""
+    for ev in events:
+        if ev[0] == "draw":
+            data._draw(ev[1], _decode(ev[2]), observe=ev[3], forced=_decode(ev[4]))
+        elif ev[0] == "start":
+            data.start_span(ev[1])
+        else:
+            data.stop_span(discard=ev[1])
+
+
+def drawn_values(events: list) -> list[Any]:
+    """The choice values of a child's draws (its choice sequence so far: the observed
+    draws, as ``data.choices`` holds them)."""
+    return [_decode(ev[5]) for ev in events if ev[0] == "draw" and ev[3]]
+
+
+def _encode(x: Any) -> Any:
+    """Hypothesis' constraints and choices as JSON (bytes, interval sets, int-keyed dicts)."""
+    from hypothesis.internal.intervalsets import IntervalSet
+
+    if isinstance(x, bytes):
+        return {"$bytes": x.hex()}
+    if isinstance(x, IntervalSet):
+        return {"$intervals": [list(i) for i in x.intervals]}
+    if isinstance(x, dict):
+        return {"$dict": [[_encode(k), _encode(v)] for k, v in x.items()]}
+    if isinstance(x, list | tuple):
+        return [_encode(v) for v in x]
+    return x
+
+
+def _decode(x: Any) -> Any:
+    from hypothesis.internal.intervalsets import IntervalSet
+
+    if isinstance(x, dict):
+        if "$bytes" in x:
+            return bytes.fromhex(x["$bytes"])
+        if "$intervals" in x:
+            return IntervalSet([tuple(i) for i in x["$intervals"]])
+        return {_decode(k): _decode(v) for k, v in x["$dict"]}
+    if isinstance(x, list):
+        return [_decode(v) for v in x]
+    return x

@@ -25,11 +25,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from fuzzharness.core.case import Case
+from fuzzharness.core.forked import Died, Raised, call_in_fork
 from fuzzharness.core.tvm_support import is_schedule_error, replay_trace, trace_to_json
+from fuzzharness.engine.worker_deaths import signal_name
 from fuzzharness.generators.workloads import workloads
 from fuzzharness.generators.workloads.base import Workload
 from fuzzharness.minimize import trace_edit
-from fuzzharness.minimize.hypothesis_shrink import draw
+from fuzzharness.minimize.hypothesis_shrink import DRAW_TIMEOUT, draw
 from fuzzharness.minimize.passes import exact_mode_allowed
 from fuzzharness.repro.kit import NotReproducible
 
@@ -108,6 +110,27 @@ def capture(choices: Sequence[Any], settings) -> FailingCall:
                                    _without_unused_lookups(trace_json, line), line)
     return FailingCall(name, line, trace_json, cap.workload[0], cap.workload[1],
                        f"{type(exc).__name__}: {exc}")
+
+
+def capture_isolated(choices: Sequence[Any], settings, timeout: float = DRAW_TIMEOUT) -> FailingCall:
+    """:func:`capture` in a forked child: a TVM crash while the schedule is drawn again
+    costs this bucket its script (:class:`NotReproducible`, saying so), never the process."""
+
+    def child(_messages) -> dict[str, Any]:
+        return dataclasses.asdict(capture(choices, settings))
+
+    try:
+        result, _ = call_in_fork(child, timeout=timeout)
+    except Raised as e:
+        if e.type_name == NotReproducible.__name__:
+            raise NotReproducible(e.message) from None
+        raise RuntimeError(str(e)) from None
+    if isinstance(result, Died):
+        what = ("it hung" if result.timed_out else
+                f"killed by {signal_name(result.returncode) or f'exit {result.returncode}'}")
+        raise NotReproducible(f"drawing the schedule again kills the process ({what}): no "
+                              "failing call returns to be written down")
+    return FailingCall(**result)
 
 
 def _renumbered(workload: tuple[str, dict], trace_json: Any, line: str) -> tuple[Any, str]:
