@@ -40,10 +40,10 @@ EXCUSED: dict[str, str] = {
     "is_": "object identity (inherited from the FFI object)",
     # -- outside what an llvm schedule can do correctly ------------------------------------
     "bind": "binds a loop to a GPU thread axis; the llvm build refuses thread bindings. "
-            "GPU schedules belong to the GPU back ends (issue 8)",
+            "GPU schedules belong to the GPU back ends (generators/gpu/)",
     "tensorize": "needs a registered tensor intrinsic whose pattern the block matches (x86: "
                  "int8 VNNI/AMX dot products with packed layouts and host support); tensor-core "
-                 "tensorize belongs to the GPU back ends (issue 8). MetaSchedule's design spaces "
+                 "tensorize belongs to the GPU back ends (generators/gpu/). MetaSchedule's design spaces "
                  "may still emit it for int8 workloads on a VNNI target",
     "unsafe_hide_buffer_access": "hides accesses from dependence analysis by design: later "
                                  "primitives may then produce wrong programs that are the "
