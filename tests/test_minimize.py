@@ -380,6 +380,16 @@ def test_real_miscompile_minimizes_to_a_third_and_stays_the_same_bug(minimized_l
     assert m.case.target == {"kind": "llvm"} and m.case.pass_config == {}
     assert m.verdict.status is Status.WRONG_RESULT
     assert m.case.origin["minimized_from"] == case.id
+    # every pass is a named object with counters, in its order; the ones that simplified
+    # this case say so, and the last round changed nothing (each pass ran once more)
+    by_name = {p["name"]: p for p in m.passes}
+    assert [p["name"] for p in m.passes][:2] == ["options", "trace"] and "params" in by_name
+    assert all(p["improved"] <= p["calls"] and p["runs"] >= 0 for p in m.passes)
+    assert by_name["trace"]["improved"] >= 1 and by_name["params"]["improved"] >= 1
+    assert by_name["options"]["improved"] >= 1  # the case had options; the repro has none
+    assert all(p["calls"] > p["improved"] for p in m.passes)  # a last round of no change
+    assert sum(p["runs"] for p in m.passes) <= m.runs
+    assert "trace " in m.phases[-1] and "runs," in m.phases[-1], m.phases
 
 
 def test_a_known_bug_sharing_a_primitive_does_not_mask_another_miscompile(minimized_loop_partition):

@@ -55,8 +55,10 @@ def minimize_case_file(path: str | Path, *, out: Path | None = None,
         return BucketRepro("-", f"{case.id}: {verdict.line()}", 1, "no failure to minimize")
     target = signature(case.to_dict(), verdict)
     res = BucketRepro(target.key, target.title(), 1, "failed")
+    say = say_to_stderr(progress)
     m = minimize(case, verdict, target, gen_settings=GenSettings(), budget=budget,
-                 workers=workers, timeout=timeout, progress=say_to_stderr(progress))
+                 workers=workers, timeout=timeout, progress=say)
+    say(f"minimized in {m.seconds:.1f} s ({m.runs} runs): " + "; ".join(m.phases))
     res.seconds, res.original_length, res.length = m.seconds, m.original_length, m.length
     res.unit = m.unit
     if not m.reproduced or m.case is None:

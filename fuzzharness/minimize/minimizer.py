@@ -10,9 +10,10 @@ Order (each phase stops at the deadline; the best case so far is always kept):
    when the generation settings regenerate it exactly, Hypothesis' shrinker shrinks the choices
    (:mod:`fuzzharness.minimize.hypothesis_shrink`; at most :data:`HYPOTHESIS_SHARE` of the
    budget, because it runs one candidate at a time);
-3. the case passes of :mod:`fuzzharness.minimize.passes` — compiler options, trace ddmin,
-   decisions and factors, workload parameters, inputs — repeated until a whole round
-   changes nothing.  Their candidates run in batches, one per worker.  The schedule pass and
+3. the case passes (:func:`shrink_passes`, each a :class:`ShrinkPass` with its counters:
+   calls, improvements, candidates run, seconds — printed with the result's phases) —
+   compiler options, trace ddmin, decisions and factors, workload parameters, inputs —
+   repeated until a whole round changes nothing.  Their candidates run in batches, one per worker.  The schedule pass and
    the first simplifications are the case kind's (:class:`fuzzharness.core.kinds.CaseKind`):
    for a TIR case ddmin over its trace and the sampling decisions; for a Relax graph case
    ddmin over each fused function's trace and the graph's own edits
@@ -70,6 +71,7 @@ class MinimizeResult:
     choices: list[Any] | None = None  # for failures raised while generating the schedule
     generation_error: BaseException | None = None
     note: str = ""
+    passes: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # ShrinkPass counters
 
     @property
     def original_length(self) -> int:
@@ -98,6 +100,7 @@ class MinimizeResult:
             "seconds": round(self.seconds, 2),
             "runs": self.runs,
             "phases": self.phases,
+            "passes": self.passes,
             "note": self.note,
         }
 
@@ -203,39 +206,83 @@ def _hypothesis_phase(result, case, seq, gen_settings, ev, predicate, deadline, 
     return shrunk.case.replace(origin=origin)
 
 
-def _case_passes(result: MinimizeResult, case: Case, ev: Evaluator, say: Say) -> Case:
+@dataclasses.dataclass
+class ShrinkPass:
+    """One named simplification of a case, as Hypothesis' shrinker has them: ``step(case)``
+    returns the simplest interesting case it finds from ``case`` (or ``case`` itself); the
+    minimizer runs every pass in order, round after round, until a round changes nothing,
+    and each pass counts what it cost and what it won — the minimizer's report prints the
+    counters (:meth:`summary`, ``MinimizeResult.passes``)."""
+
+    name: str
+    step: Callable[[Case], Case]
+    calls: int = 0
+    improved: int = 0  # calls that returned a simpler case
+    runs: int = 0  # candidates executed during its calls
+    seconds: float = 0.0
+
+    def __call__(self, case: Case, ev: Evaluator) -> Case:
+        runs, start = ev.runs, time.monotonic()
+        new = self.step(case)
+        self.calls += 1
+        self.improved += new.id != case.id
+        self.runs += ev.runs - runs
+        self.seconds += time.monotonic() - start
+        return new
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "calls": self.calls, "improved": self.improved,
+                "runs": self.runs, "seconds": round(self.seconds, 2)}
+
+    def summary(self) -> str:
+        return f"{self.name} {self.improved}/{self.calls} ({self.runs} runs, {self.seconds:.1f} s)"
+
+
+def shrink_passes(case: Case, ev: Evaluator, result: MinimizeResult) -> list[ShrinkPass]:
+    """The case passes in the order they run: the compiler options first (one candidate
+    drops them all, and a bucket whose time runs out in the trace ddmin must not keep options
+    the bug does not need), the case kind's schedule pass, its own simplifications, then
+    workload parameters and inputs."""
+
     def first(cands: list[Case]) -> Case | None:
         hit = ev.first_interesting(cands)
         return hit[1] if hit else None
 
     stop = ev.out_of_time
+    seen: set[str] = set()  # shared: no candidate is proposed twice (passes.greedy)
     kind = kind_of(case)
-    case_passes = kind.simplifications() + [
-        ("params", passes.propose_params),
-        ("inputs", passes.propose_inputs)]
-    seen: set[str] = set()
+
+    def greedy(propose):
+        return lambda c: passes.greedy(c, propose, first, stop, seen)
+
+    return ([ShrinkPass("options", greedy(passes.propose_options)),
+             ShrinkPass("trace", lambda c: kind.minimize_schedule(c, first, stop,
+                                                                  result.target.stage))]
+            + [ShrinkPass(name, greedy(propose)) for name, propose in kind.simplifications()]
+            + [ShrinkPass("params", greedy(passes.propose_params)),
+               ShrinkPass("inputs", greedy(passes.propose_inputs))])
+
+
+def _case_passes(result: MinimizeResult, case: Case, ev: Evaluator, say: Say) -> Case:
+    all_passes = shrink_passes(case, ev, result)
     rounds = 0
-    while not stop():
+    while not ev.out_of_time():
         rounds += 1
         before = case.id
-        # the compiler options first: one candidate drops them all, and a bucket whose time
-        # runs out in the trace ddmin must not keep options the bug does not need
-        new = passes.greedy(case, passes.propose_options, first, stop, seen)
-        if new.id != case.id:
-            say(f"options: simplified ({ev.runs} runs, {ev.time_left():.0f} s left)")
-        case = new
-        n0 = passes.size(case)
-        case = kind.minimize_schedule(case, first, stop, result.target.stage)
-        say(f"trace: {n0} → {passes.size(case)} {passes.size_unit(case)} "
-            f"({ev.runs} runs, {ev.time_left():.0f} s left)")
-        for name, propose in case_passes:
-            new = passes.greedy(case, propose, first, stop, seen)
-            if new.id != case.id:
-                say(f"{name}: simplified to {passes.size(new)} {passes.size_unit(new)} "
+        for p in all_passes:
+            n0 = passes.size(case)
+            new = p(case, ev)
+            if p.name == "trace":
+                say(f"trace: {n0} → {passes.size(new)} {passes.size_unit(new)} "
+                    f"({ev.runs} runs, {ev.time_left():.0f} s left)")
+            elif new.id != case.id:
+                say(f"{p.name}: simplified to {passes.size(new)} {passes.size_unit(new)} "
                     f"({ev.runs} runs, {ev.time_left():.0f} s left)")
             case = new
         if case.id == before:
             break
+    result.passes = [p.to_dict() for p in all_passes]
     result.phases.append(f"passes: {rounds} rounds, {passes.size_unit(case)} "
-                         f"{result.original_length} → {passes.size(case)}")
+                         f"{result.original_length} → {passes.size(case)}; "
+                         + ", ".join(p.summary() for p in all_passes if p.calls))
     return case
