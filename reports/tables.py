@@ -329,7 +329,7 @@ def root_causes(data: Campaigns) -> pd.DataFrame:
     if r.empty:
         return pd.DataFrame(columns=cols)
     counts = {(b["campaign"], b["key"]): int(b["count"]) for _, b in data.buckets.iterrows()}
-    # buckets attached to a root cause unminimized (campaign/lanes.py): folded under it
+    # buckets attached to a root cause unminimized (campaign/minimizing/lanes.py): folded under it
     rc_of = {(c, b): k for c, b, k in zip(r["campaign"], r["bucket"], r["root_cause"], strict=True)}
     f = data.findings
     attached: dict[str, list[int]] = {}

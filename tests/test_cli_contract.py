@@ -483,7 +483,7 @@ def test_interrupted_while_minimizing(tmp_path):
     def minimizing() -> bool:  # a minimization lane is at work (after the 4 cases)
         for p in descendants(d.proc.pid):
             try:
-                if b"fuzzharness.campaign.lane" in Path(f"/proc/{p}/cmdline").read_bytes() \
+                if b"fuzzharness.campaign.minimizing.lane" in Path(f"/proc/{p}/cmdline").read_bytes() \
                         and count(out) == 4:
                     return True
             except OSError:
@@ -505,7 +505,7 @@ def test_interrupted_minimize_replay_and_report(campaign, copy, tmp_path):
     d = Driver("minimize", copy, "--budget", 300, env=plugin_env())
 
     def working() -> bool:
-        return any(b"fuzzharness.campaign.lane" in Path(f"/proc/{p}/cmdline").read_bytes()
+        return any(b"fuzzharness.campaign.minimizing.lane" in Path(f"/proc/{p}/cmdline").read_bytes()
                    for p in descendants(d.proc.pid) if Path(f"/proc/{p}/cmdline").exists())
 
     d.wait_for(working)

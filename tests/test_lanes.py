@@ -10,8 +10,8 @@ import signal
 import pytest
 
 from fuzzharness.campaign.db import ResultsDB
-from fuzzharness.campaign.lanes import Lanes
-from fuzzharness.campaign.minimize_buckets import lane_tasks
+from fuzzharness.campaign.minimizing.after import lane_tasks
+from fuzzharness.campaign.minimizing.lanes import Lanes
 from fuzzharness.engine.pool import WorkerPool
 from tests.conftest import run_cli
 

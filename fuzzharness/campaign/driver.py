@@ -27,11 +27,11 @@ TVM findings.
 Minimization (``minimize_budget`` > 0, an executor that supports
 :data:`~fuzzharness.engine.executor.IDLE`): each new or probably-known finding bucket is
 offered, as it appears — that is, once its first failure is confirmed alone — to
-:class:`~fuzzharness.campaign.lanes.Lanes`; their candidate cases are woven into the task
+:class:`~fuzzharness.campaign.minimizing.lanes.Lanes`; their candidate cases are woven into the task
 stream — at most half of the workers while the campaign's own cases run, all of them
 afterwards for at most ``minimize_budget`` seconds — and their outcomes (repros with root
 causes) go to the database.  Other executors minimize after the campaign
-(:func:`fuzzharness.campaign.minimize_buckets.after_campaign`).  A bucket is reported as a
+(:func:`fuzzharness.campaign.minimizing.after.after_campaign`).  A bucket is reported as a
 known bug by its minimized case's root cause when it has a verified repro, else by its raw
 signature (an uncertain raw match is *probably known*).
 """
@@ -56,8 +56,8 @@ from fuzzharness.buckets.known_bugs import KnownBugs, Match
 from fuzzharness.campaign import coverage
 from fuzzharness.campaign.confirm import Change, Confirmer
 from fuzzharness.campaign.db import ResultsDB
-from fuzzharness.campaign.lanes import Lanes
-from fuzzharness.campaign.minimize_buckets import after_campaign
+from fuzzharness.campaign.minimizing.after import after_campaign
+from fuzzharness.campaign.minimizing.lanes import Lanes
 from fuzzharness.campaign.outcome import BucketReport, CampaignSummary
 from fuzzharness.campaign.progress import Progress
 from fuzzharness.campaign.settings import RESUMABLE, CampaignSettings, SettingsError
@@ -269,7 +269,7 @@ class Campaign:
 
     # -- minimization while the campaign runs -------------------------------------------------
     def _lanes(self, known_of: dict[str, Match | None], deadline: float | None) -> Lanes:
-        """Minimization lanes sharing this campaign's workers (:mod:`fuzzharness.campaign.lanes`);
+        """Minimization lanes sharing this campaign's workers (:mod:`fuzzharness.campaign.minimizing.lanes`);
         on resume, the stored buckets that still need a repro are offered at once."""
         s = self.settings
         lanes = Lanes(self.out, self.db, lanes=s.workers, batch=s.workers,

@@ -79,7 +79,7 @@ def _check_buckets(directory: Path, keys: list[str]) -> None:
 
 
 def main(args, argv) -> int:
-    from fuzzharness.campaign.minimize_buckets import minimize_campaign
+    from fuzzharness.campaign.minimizing.after import minimize_campaign
     from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_OK
     from fuzzharness.core.storage import check_writable_dir
     from fuzzharness.minimize.report import REPROS_DIR, format_report

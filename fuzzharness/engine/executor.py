@@ -38,7 +38,7 @@ iterable — "no task now, ask again later": the worker stays idle, the iterable
 on the next turn (at the latest after half a second, at once when ``wakeup_fd`` — a pipe the
 caller writes a byte to when it has a task — becomes readable).  The campaign uses this to
 share its workers with the minimization of new buckets
-(:mod:`fuzzharness.campaign.lanes`).
+(:mod:`fuzzharness.campaign.minimizing.lanes`).
 
 Implementations are registered by name — the built-in ones by dotted name
 (:data:`executors`, imported when made: Ray only when the "ray" executor is used), a

@@ -116,7 +116,7 @@ def minimize(case: Case | None, verdict: Verdict | None, target: Signature, *,
     ``timeout`` is per candidate; a hang bucket needs the campaign's timeout here.
     ``pool``: where candidates run (an executor's ``run``; default: a private
     :class:`~fuzzharness.engine.pool.WorkerPool` of ``workers`` processes) — a minimization
-    lane passes the campaign's shared workers (:class:`fuzzharness.campaign.lane.RemotePool`).
+    lane passes the campaign's shared workers (:class:`fuzzharness.campaign.minimizing.lane.RemotePool`).
     """
     start = time.monotonic()
     deadline = start + budget

@@ -4,7 +4,7 @@ The owner of a worker pool — the campaign driver, or ``fuzzharness minimize`` 
 to :class:`Lanes` (:meth:`Lanes.offer`) and weaves the lanes' candidate cases into the
 pool's task stream (:meth:`Lanes.next_task`, :meth:`Lanes.deliver`):
 
-* a **lane** is a persistent process (:mod:`fuzzharness.campaign.lane`) that keeps TVM
+* a **lane** is a persistent process (:mod:`fuzzharness.campaign.minimizing.lane`) that keeps TVM
   imported and minimizes one bucket at a time; several lanes minimize several buckets at
   once.  Lanes start when the first bucket is offered;
 * a lane's candidates run in the pool's workers, the same persistent, crash-proof workers
@@ -367,7 +367,7 @@ class Lanes:
         python, env = interpreter.command_env(
             interpreter.campaign_env(self._base["settings"]) if self.env is None else self.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
-        proc = subprocess.Popen([python, "-m", "fuzzharness.campaign.lane",
+        proc = subprocess.Popen([python, "-m", "fuzzharness.campaign.minimizing.lane",
                                  "--parent-pid", str(os.getpid())],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                 env=env, start_new_session=True)

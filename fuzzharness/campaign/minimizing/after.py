@@ -5,7 +5,7 @@ The buckets to minimize (:func:`select_buckets`) are by default the *new* findin
 see :mod:`fuzzharness.buckets.known_bugs`); ``--all`` takes every finding, ``--bucket``
 given ones.  Buckets that already have a verified repro are kept (``--force`` redoes them).
 
-They are minimized by :class:`~fuzzharness.campaign.lanes.Lanes` — persistent lane processes,
+They are minimized by :class:`~fuzzharness.campaign.minimizing.lanes.Lanes` — persistent lane processes,
 several buckets at once, in severity order — whose candidates run in one private
 :class:`~fuzzharness.engine.pool.WorkerPool` of ``workers`` persistent processes.  A campaign
 with the local executor does the same *while it runs*, on a share of its own workers
@@ -13,7 +13,7 @@ with the local executor does the same *while it runs*, on a share of its own wor
 used after a campaign on an executor that cannot share its workers).
 
 ``total_budget`` caps the whole run; each bucket gets a fair share of what is left, at least
-:data:`~fuzzharness.campaign.lanes.MIN_SHARE` seconds, at most ``per_bucket``; buckets that
+:data:`~fuzzharness.campaign.minimizing.lanes.MIN_SHARE` seconds, at most ``per_bucket``; buckets that
 never start are reported as skipped.  Outcomes go to the ``repros`` table (with the root
 cause of each minimized case).
 """
@@ -30,7 +30,7 @@ from fuzzharness.buckets.known_bugs import KnownBugs
 from fuzzharness.buckets.root_causes import RootCause
 from fuzzharness.buckets.signatures import Signature
 from fuzzharness.campaign.db import ResultsDB
-from fuzzharness.campaign.lanes import Lanes
+from fuzzharness.campaign.minimizing.lanes import Lanes
 from fuzzharness.campaign.settings import CampaignSettings
 from fuzzharness.core import interpreter
 from fuzzharness.engine.executor import IDLE, Task

@@ -1,6 +1,6 @@
 """A minimization lane: one persistent process that minimizes buckets, one after another.
 
-``python -m fuzzharness.campaign.lane`` is started by :class:`fuzzharness.campaign.lanes.Lanes`
+``python -m fuzzharness.campaign.minimizing.lane`` is started by :class:`fuzzharness.campaign.minimizing.lanes.Lanes`
 (in the campaign driver, or in ``fuzzharness minimize``).  It imports TVM once and keeps it;
 for each bucket it is given it minimizes the bucket's first case
 (:func:`fuzzharness.minimize.minimize`), writes and verifies the repro
