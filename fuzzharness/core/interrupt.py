@@ -21,9 +21,11 @@ the process that started them, whatever kills it); see :mod:`fuzzharness.core.ch
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 
@@ -56,7 +58,34 @@ def install() -> None:
         return
     signal.signal(signal.SIGINT, _first)
     signal.signal(signal.SIGTERM, _first)
+    sys.unraisablehook = _swallowed_interrupt_is_delivered_again(sys.unraisablehook)
     _installed = True
+
+
+REDELIVERIES = 3  # a KeyboardInterrupt swallowed more often than this is left swallowed
+
+
+def _swallowed_interrupt_is_delivered_again(previous):
+    """A signal handler's exception is raised wherever the main thread happens to be — and
+    where Python ignores exceptions (a weakref callback, such as importlib's module-lock
+    cleanup while ``report`` imports pandas; a ``__del__``) the interrupt was printed as
+    "Exception ignored" and lost: the command ran on and exited 0.  Such a swallowed
+    interrupt is delivered again: the main thread is interrupted anew, with :func:`_first`
+    as the handler, and the exception lands in ordinary code after the callback returns."""
+    left = [REDELIVERIES]
+
+    def hook(unraisable) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and interrupted.is_set() \
+                and left[0] > 0:
+            left[0] -= 1
+            signal.signal(signal.SIGINT, _first)
+            # from another thread, once this hook has returned: raised here, it would be
+            # swallowed again (an exception out of the hook is ignored too)
+            threading.Timer(0.01, _thread.interrupt_main, (signal.SIGINT,)).start()
+            return
+        previous(unraisable)
+
+    return hook
 
 
 def _first(signum, frame) -> None:
