@@ -57,10 +57,13 @@ class Messages:
         self._fd = fd
 
     def send(self, msg: Any) -> None:
-        data = (json.dumps(["msg", msg], allow_nan=True) + "\n").encode()
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view):]
+        _write_line(self._fd, ["msg", msg])
+
+
+def _write_line(fd: int, item: Any) -> None:
+    view = memoryview((json.dumps(item, allow_nan=True) + "\n").encode())
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def call_in_fork(fn: Callable[[Messages], Any], *, timeout: float | None = None
@@ -85,10 +88,7 @@ def call_in_fork(fn: Callable[[Messages], Any], *, timeout: float | None = None
             except BaseException as e:  # noqa: BLE001 - sent to the parent as data
                 traceback.print_exc()
                 out = ["raise", type(e).__name__, str(e)]
-            data = (json.dumps(out, allow_nan=True) + "\n").encode()
-            view = memoryview(data)
-            while view:
-                view = view[os.write(w, view):]
+            _write_line(w, out)
         except BaseException:  # noqa: BLE001 - nothing may escape a forked child
             code = 70
         finally:
