@@ -14,7 +14,8 @@ Confirmation (:mod:`fuzzharness.campaign.confirm`, setting ``confirm``, on by de
 finding is stored at once but gets its bucket only after the case ran again, alone, in a
 fresh worker process; one that does not reproduce alone is never a finding by itself, and
 the earlier cases of its worker are searched, once the campaign's own cases are done, for the
-one that damaged it (a bucket of its own, minimized in the time that is left).  Workers run with heap hygiene (setting ``hygiene``, :mod:`fuzzharness.core.hygiene`).
+one that damaged it (a bucket of its own, minimized in the time that is left).  Workers run
+with heap hygiene (setting ``hygiene``, :mod:`fuzzharness.core.hygiene`).
 
 Reporting: failures are grouped into buckets (:mod:`fuzzharness.buckets.signatures`) and each bucket is
 matched against the known-bugs file.  :attr:`CampaignSummary.exit_code` is 3 when the run
