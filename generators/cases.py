@@ -75,6 +75,10 @@ class GenSettings:
     #: None: every case gets ``target``
     targets: tuple[dict[str, Any], ...] | None = None
     target_shares: tuple[float, ...] | None = None
+    #: share of a campaign's cases that are mutants of its feedback corpus (0: none; see
+    #: fuzzharness/campaign/feedback.py)
+    feedback: float = 0.0
+    feedback_period: int = 100  # cases between corpus snapshots (and the least lag to one)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -110,10 +114,12 @@ class GenSettings:
             if bad:
                 which = f" of workload(s) {', '.join(names)}" if names else ""
                 raise ValueError(f"unknown dtype {bad[0]!r}{which}; known: {', '.join(sorted(known))}")
+        if self.feedback_period < 1:
+            raise ValueError("feedback_period must be ≥ 1")
         if self.max_steps < 0 or self.max_reduction < 1:
             raise ValueError("max_steps must be ≥ 0 and max_reduction ≥ 1")
         for name in ("exact_fraction", "special_fraction", "metaschedule_fraction",
-                     "option_fraction", "graph_fraction"):
+                     "option_fraction", "graph_fraction", "feedback"):
             if not 0 <= getattr(self, name) <= 1:  # nan fails too
                 raise ValueError(f"{name} must be between 0 and 1 (got {getattr(self, name)!r})")
 
@@ -150,11 +156,25 @@ class GenSettings:
         return GRAPH_WORKLOAD in self.workloads
 
 
-def generate_case(seed: int, index: int, settings: GenSettings) -> Case:
-    data = draws.for_case(seed, index)
+def generate_case(seed: int, index: int, settings: GenSettings,
+                  mutation: dict[str, Any] | None = None) -> Case:
+    """Case ``index`` of seed ``seed``; with ``mutation`` (a campaign's feedback,
+    :mod:`fuzzharness.campaign.feedback`) the mutant it names (:mod:`generators.mutate`)."""
+    data = case_data(seed, index, mutation)
     case = draw_case(data, settings.at(seed, index))
     origin = dict(case.origin, seed=seed, index=index, choices=draws.recorded_choices(data))
+    if mutation:
+        origin["mutant_of"] = {"index": mutation["parent"], "op": mutation["op"]}
     return case.replace(origin=origin)
+
+
+def case_data(seed: int, index: int, mutation: dict[str, Any] | None = None):
+    """The ConjectureData case ``index`` draws from (a mutant's when ``mutation`` is given)."""
+    if mutation:
+        from fuzzharness.generators.mutate import mutant_data
+
+        return mutant_data(seed, index, mutation)
+    return draws.for_case(seed, index)
 
 
 def draw_case(data: Any, settings: GenSettings) -> Case:

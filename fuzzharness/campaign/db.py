@@ -692,8 +692,12 @@ class ResultsDB:
     def done_indices(self) -> set[int]:
         return {r[0] for r in self.conn.execute("SELECT idx FROM results")}
 
-    def count(self) -> int:
-        return int(self.conn.execute("SELECT COUNT(*) FROM results").fetchone()[0])
+    def count(self, below: int | None = None) -> int:
+        """Stored results (those with an index below ``below`` when given)."""
+        if below is None:
+            return int(self.conn.execute("SELECT COUNT(*) FROM results").fetchone()[0])
+        return int(self.conn.execute("SELECT COUNT(*) FROM results WHERE idx < ?",
+                                     (below,)).fetchone()[0])
 
     def status_counts(self) -> dict[str, int]:
         return dict(self.conn.execute("SELECT status, COUNT(*) FROM results GROUP BY status"))

@@ -57,6 +57,7 @@ from fuzzharness.buckets.known_bugs import KnownBugs, Match
 from fuzzharness.campaign import coverage
 from fuzzharness.campaign.confirm import Change, Confirmer
 from fuzzharness.campaign.db import ResultsDB
+from fuzzharness.campaign.feedback import Feedback
 from fuzzharness.campaign.minimizing.after import after_campaign
 from fuzzharness.campaign.minimizing.lanes import Lanes
 from fuzzharness.campaign.outcome import BucketReport, CampaignSummary
@@ -140,6 +141,8 @@ class Campaign:
             except Exception:
                 self.db.close()
                 raise
+        gen = self.settings.generation
+        self.feedback = Feedback(self.db, self.seed, gen.feedback, gen.feedback_period)
 
     # -- indices ----------------------------------------------------------------------------
     def _indices(self) -> Iterator[int]:
@@ -148,13 +151,18 @@ class Campaign:
         counter = itertools.count() if limit is None else range(limit)
         return (i for i in counter if i not in done)
 
-    def _tasks(self, extra: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+    def _tasks(self, extra: dict[str, Any] | None = None) -> Iterator[Task]:
         for i in self._indices():
+            while not self.feedback.ready(i):  # its corpus waits for earlier cases
+                yield IDLE
             yield {**self._task(i), **(extra or {})}
 
     def _task(self, i: int) -> dict[str, Any]:
-        gen = self.settings.generation.to_dict()
-        return {"task": i, "generate": {"seed": self.seed, "index": i, "settings": gen}}
+        gen = {"seed": self.seed, "index": i, "settings": self.settings.generation.to_dict()}
+        mutation = self.feedback.mutation_for(i)
+        if mutation is not None:
+            gen["mutation"] = mutation
+        return {"task": i, "generate": gen}
 
     # -- run --------------------------------------------------------------------------------
     def run(self) -> CampaignSummary:

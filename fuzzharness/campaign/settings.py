@@ -34,6 +34,8 @@ A TOML file has two optional tables whose keys are the field names below::
     graph_fraction = 0.2          # whole-graph (Relax) cases among unnamed workloads
     targets = [{ kind = "llvm" }, { kind = "opencl", device = "adreno" }]  # a target mix
     target_shares = [0.8, 0.2]    # (generators/targets.py); default: equal shares
+    feedback = 0.0                # mutants of the cases that built a new class (campaign/feedback.py)
+    feedback_period = 100         # cases between the feedback corpus' snapshots
 
 Every key is checked: an unknown key, a wrong type or an unknown workload/primitive/dtype/
 target/executor name is a :class:`SettingsError` (one line, exit code 2 at the CLI).
@@ -130,6 +132,12 @@ class CampaignSettings:
             self.generation.validate()
         except (KeyError, ValueError) as e:
             raise SettingsError(str(e)) from None
+        factory = executors[self.executor]  # a class's from_config: the class says
+        if self.generation.feedback > 0 and not getattr(
+                getattr(factory, "__self__", factory), "supports_idle", False):
+            # case i waits for the cases below its corpus checkpoint (campaign/feedback.py)
+            raise SettingsError(f"generation.feedback needs an executor that can wait for "
+                                f"results (local); {self.executor!r} cannot")
         if self.executor == "ray":
             if why := unavailable():
                 raise SettingsError(why)
@@ -185,7 +193,8 @@ _GEN_TYPES = {"workloads": list, "dtypes": list, "primitives": list, "max_steps"
               "special_fraction": (int, float), "target": dict,
               "metaschedule_fraction": (int, float), "option_fraction": (int, float),
               "known_bug_sites": bool, "graph_fraction": (int, float),
-              "targets": list, "target_shares": list}
+              "targets": list, "target_shares": list, "feedback": (int, float),
+              "feedback_period": int}
 
 
 def _checked(table: dict[str, Any], types: dict[str, Any], where: str) -> dict[str, Any]:

@@ -48,7 +48,7 @@ HELP = "run a fuzz campaign"
 MINIMIZE_BUDGET = 120.0
 MINIMIZE_BUDGET_ENV = "FUZZHARNESS_MINIMIZE_BUDGET"
 _GENERATION_FLAGS = ("workloads", "dtypes", "primitives", "max_steps", "target", "seed",
-                     "config", "graph_fraction")  # --tvm-python may change: see settings.py
+                     "config", "graph_fraction", "feedback")  # --tvm-python may change: see settings.py
 
 
 def add_arguments(p) -> None:
@@ -97,6 +97,9 @@ def add_arguments(p) -> None:
     p.add_argument("--dtypes", help="comma-separated dtype labels (default: all)")
     p.add_argument("--primitives", help="comma-separated schedule primitives (default: all)")
     p.add_argument("--max-steps", type=count, metavar="N", help="max schedule steps per case")
+    p.add_argument("--feedback", type=fraction, metavar="P",
+                   help="share of cases that mutate earlier cases which built a new program "
+                        "class (default 0; docs/usage.md)")
     p.add_argument("--graph-fraction", type=fraction, metavar="P",
                    help="share of whole-graph (Relax) cases when the workloads are not named "
                         "(default 0.2; 0 = single-PrimFunc cases only; --workloads graph: "
@@ -218,6 +221,7 @@ def settings_from_args(args):
         "dtypes": name_list("--dtypes", args.dtypes),
         "primitives": name_list("--primitives", args.primitives), "max_steps": args.max_steps,
         "target": mix[0] if mix else _target(args.target), "graph_fraction": args.graph_fraction,
+        "feedback": args.feedback,
         "targets": tuple(mix) if mix else None,
     }.items() if v is not None}
     s = dataclasses.replace(s, generation=dataclasses.replace(s.generation, **gen))

@@ -24,7 +24,7 @@ def run_task(task: dict[str, Any], send: Send) -> Verdict:
         g = task["generate"]
         send({"task": tid, "stage": Stage.GENERATE.value})
         try:
-            case = _generate(g["seed"], g["index"], g["settings"])
+            case = _generate(g["seed"], g["index"], g["settings"], g.get("mutation"))
         except Exception as e:  # noqa: BLE001
             v = generation_failure(e)
             v.timings["generate"] = time.perf_counter() - t0
@@ -51,9 +51,10 @@ def run_task(task: dict[str, Any], send: Send) -> Verdict:
     return verdict
 
 
-def _generate(seed: int, index: int, settings: dict[str, Any]) -> Case:
+def _generate(seed: int, index: int, settings: dict[str, Any],
+              mutation: dict[str, Any] | None = None) -> Case:
 
-    return generate_case(seed, index, GenSettings.from_dict(settings))
+    return generate_case(seed, index, GenSettings.from_dict(settings), mutation)
 
 
 def generation_failure(e: Exception) -> Verdict:

@@ -50,7 +50,7 @@ from fuzzharness.core.verdict import Status, Verdict
 from fuzzharness.engine.executor import TaskResult
 from fuzzharness.engine.worker import die_with_parent
 from fuzzharness.generators import draw as draws
-from fuzzharness.generators.cases import draw_case
+from fuzzharness.generators.cases import case_data, draw_case
 from fuzzharness.kinds.tir.generation_failure import as_case, capture_isolated
 from fuzzharness.minimize.hypothesis_shrink import draw_events, drawn_values
 from fuzzharness.minimize.minimizer import MinimizeResult, minimize
@@ -160,7 +160,8 @@ def bucket_job(job: dict[str, Any], pool=None, say=None) -> tuple[BucketRepro, d
     say = say or (lambda msg: None)
     res = BucketRepro(job["key"], job["title"], job["count"], "failed")
     try:
-        case, verdict, choices = _example(job["example"], job["seed"], settings)
+        case, verdict, choices = _example(job["example"], job["seed"], settings,
+                                          job.get("mutation"))
         victim = verdict.details.get("victim")
         if victim is not None:  # a culprit found by replaying its worker's cases (campaign/confirm.py)
             res.status, res.note = "not reproduced", (
@@ -192,13 +193,14 @@ def bucket_job(job: dict[str, Any], pool=None, say=None) -> tuple[BucketRepro, d
         return res, None
 
 
-def _example(row: dict[str, Any], seed: int, settings) -> tuple[Case | None, Verdict, list | None]:
+def _example(row: dict[str, Any], seed: int, settings, mutation: dict[str, Any] | None = None
+             ) -> tuple[Case | None, Verdict, list | None]:
     verdict = Verdict.from_dict(row["verdict"])
     if row["case"] is not None:
         return Case.from_dict(row["case"]), verdict, None
     # no case stored: the failure happened while the schedule was drawn; draw it again —
     # in a forked child first, which may die of it (a crash bucket): then its choices so far
-    data = draws.for_case(seed, row["idx"])
+    data = case_data(seed, row["idx"], mutation)  # a mutant's: campaign/feedback.py
     died, events = draw_events(data, settings.generation)
     if died is not None:
         return None, verdict, drawn_values(events)

@@ -279,9 +279,21 @@ class Lanes:
         job = dict(self._base, key=b["key"], title=b["title"], count=b["count"],
                    target=b["signature"].to_dict(), example=example, budget=budget,
                    workers=self.batch, verify_times=self.verify_times, triage=self.triage)
+        if example is not None and example["case"] is None:  # drawn again by the lane
+            job["mutation"] = self._mutation_of(example["idx"])
         lane.job, lane.job_started = b, now
         lane.outbox.put({"job": job})
         self.say(f"bucket {b['key']} ({budget:.0f} s): {b['title'][:90]}")
+
+    def _mutation_of(self, idx: int) -> dict[str, Any] | None:
+        """The mutation case ``idx`` was (campaign/feedback.py), for a case not stored."""
+        gen = self._base["settings"].get("generation") or {}
+        if not gen.get("feedback"):
+            return None
+        from fuzzharness.campaign.feedback import Feedback
+
+        return Feedback(self.db, int(self._base["seed"]), gen["feedback"],
+                        gen.get("feedback_period") or 100).mutation_for(idx)
 
     def _handle(self, lane_id: int, msg: dict[str, Any] | None) -> None:
         lane = self._lanes.get(lane_id)
