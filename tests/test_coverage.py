@@ -129,3 +129,23 @@ def test_a_schedule_accepted_then_refused_at_lowering_is_counted_apart_and_is_no
     rows = coverage.compute([("schedule_rejected", "schedule", case.to_json(), None)])
     assert not [r for r in rows if r[0] == "refused_later"]
     assert "refused at lowering" not in coverage.one_line(rows)
+
+
+def test_illegal_proposals_are_counted_apart():
+    """Steps proposed without their legality filter (``"illegal": true``) get their own axis:
+    proposed, accepted by TVM (the rest refused); an ordinary step is not counted there."""
+    import json as _json
+
+    from fuzzharness.campaign.coverage import compute, one_line
+    from fuzzharness.generators.cases import GenSettings, generate_case
+
+    case = generate_case(7, 5, GenSettings()).to_dict()
+    case["origin"]["steps"] = [
+        {"primitive": "parallel", "outcome": "accepted", "illegal": True, "calls": ["parallel"]},
+        {"primitive": "parallel", "outcome": "rejected", "illegal": True, "error": "x"},
+        {"primitive": "fuse", "outcome": "accepted", "calls": ["fuse"]},
+    ]
+    rows = compute([("pass", "done", _json.dumps(case), None)])
+    illegal = {r[1]: r[2:] for r in rows if r[0] == "illegal"}
+    assert illegal == {"parallel": (2, 2, 1, 1, 1)}
+    assert "illegal proposals: 2 with a site, 1 refused by TVM" in one_line(rows)

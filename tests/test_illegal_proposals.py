@@ -105,3 +105,39 @@ def test_rfactor_of_a_data_parallel_loop_is_refused_and_not_a_finding(monkeypatc
         assert not v.status.is_finding, v.line()
     tame = _rfactor_steps(0, monkeypatch)
     assert len([s for _, s in tame if s["outcome"] == "rejected"]) < len(refused)
+
+
+def _illegal_steps(percent, monkeypatch, primitive, workloads_, n=150):
+    import fuzzharness.generators.schedules.base as base
+
+    monkeypatch.setattr(base, "ILLEGAL_PERCENT", percent)
+    gen = GenSettings(workloads=workloads_, dtypes=("float32",), primitives=(primitive,),
+                      max_steps=3, metaschedule_fraction=0.0)
+    out = []
+    for i in range(n):
+        case = generate_case(9, i, gen)
+        out += [(case, s) for s in case.origin.get("steps", []) if s["primitive"] == primitive]
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("primitive, refusal", [
+    ("parallel", "data parallel"),  # a reduction loop in parallel: a race
+    ("reverse_compute_inline", ""),  # an output block, a reduction, two producers
+    ("compute_inline", ""),
+])
+def test_illegal_proposals_tvm_refuses_are_recorded_and_not_findings(monkeypatch, primitive, refusal):
+    """With every proposal illegal (base.ILLEGAL_PERCENT = 100), TVM refuses some — rejected
+    steps marked ``illegal``, never findings; with none (0), no step is marked and fewer are
+    refused."""
+    wild = _illegal_steps(100, monkeypatch, primitive, ("row_sum", "softmax", "fused_epilogue"))
+    refused = [(c, s) for c, s in wild if s["outcome"] == "rejected"]
+    assert refused and all(s.get("illegal") for _, s in wild if s["outcome"] != "no_site")
+    if refusal:
+        assert any(refusal in s.get("error", "") for _, s in refused), refused[:3]
+    for case, _ in refused[:3]:
+        v = execute(case).verdict
+        assert not v.status.is_finding, v.line()
+    tame = _illegal_steps(0, monkeypatch, primitive, ("row_sum", "softmax", "fused_epilogue"))
+    assert not any(s.get("illegal") for _, s in tame)
+    assert len([s for _, s in tame if s["outcome"] == "rejected"]) < len(refused)

@@ -24,6 +24,10 @@ Axes and what the columns count:
 ``reach``      accepted steps by ``method @ site class`` (:mod:`fuzzharness.campaign.reach`:
                the first call of the step and the classes of what it acted on, ``plain``
                for none): ``accepted`` steps, ``compiled`` / ``verdict`` cases
+``illegal``    steps proposed without their primitive's legality filter
+               (:data:`fuzzharness.generators.schedules.base.ILLEGAL_PERCENT`), by primitive:
+               ``drawn``, ``proposed`` (a site), ``accepted`` by TVM (the rest it refused);
+               ``compiled`` / ``verdict`` cases with such an accepted step
 ``refused_later``  cases whose schedule TVM's primitives accepted and a later stage refused
                by design (:mod:`fuzzharness.execution.rejections`: ``nested_parallel``),
                by the refusal's name: ``drawn`` = ``proposed`` = such cases (not findings)
@@ -100,6 +104,11 @@ def compute(rows: Iterable[tuple]) -> list[Row]:
             name, outcome = step["primitive"], step["outcome"]
             add("primitive", name, 1, int(outcome in ("accepted", "rejected", "dropped")),
                 int(outcome == "accepted"), 0, 0)
+            if step.get("illegal"):  # proposed without its legality filter (schedules/base.py)
+                add("illegal", name, 1, int(outcome in ("accepted", "rejected", "dropped")),
+                    int(outcome == "accepted"), 0, 0)
+                if outcome == "accepted":
+                    used.add(("illegal", name))
             if outcome == "accepted":
                 used.add(("primitive", name))
                 for call in step.get("calls") or []:
@@ -156,6 +165,12 @@ def format_table(rows: list[Row], *, calls_per_line: int = 4) -> str:
         cells = [f"{v} {a} ({c}/{j})" for _, v, _, _, a, c, j in by_axis["call"]]
         for i in range(0, len(cells), calls_per_line):
             lines.append("  " + ", ".join(cells[i:i + calls_per_line]))
+    if by_axis.get("illegal"):
+        lines.append("coverage: illegal proposals (steps drawn / with a site / accepted by TVM; "
+                     "cases compiled / judged)")
+        for _, value, drawn, proposed, accepted, compiled, verdict in by_axis["illegal"]:
+            lines.append(f"  {value:<26} {drawn:>6} {proposed:>6} {accepted:>6} "
+                         f"{compiled:>6} {verdict:>6}")
     for axis in ("workload/dtype", "source", "option", "graph_op"):
         if by_axis.get(axis):
             lines.append(f"coverage: {axis} (cases generated / schedule accepted / compiled / judged)")
@@ -177,6 +192,11 @@ def one_line(rows: list[Row], *, names: int = 6) -> str:
     if never:
         shown = ", ".join(never[:names]) + (f" and {len(never) - names} more" if len(never) > names else "")
         text += f"; never accepted: {shown}"
+    illegal = [r for r in rows if r[0] == "illegal"]
+    if illegal:  # proposals without the legality filter: TVM must refuse what breaks its rules
+        proposed = sum(r[3] for r in illegal)
+        text += (f"; illegal proposals: {proposed} with a site, {proposed - sum(r[4] for r in illegal)} "
+                 f"refused by TVM")
     later = [r for r in rows if r[0] == "refused_later"]
     if later:  # documented refusals after the primitive accepted (execution/rejections.py)
         text += (f"; accepted, then refused at lowering: {sum(r[2] for r in later)} "

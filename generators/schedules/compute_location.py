@@ -17,16 +17,21 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from fuzzharness.generators.schedules.base import Primitive, ScheduleState, register
+from fuzzharness.generators.schedules.base import (
+    ILLEGAL_PERCENT,
+    Primitive,
+    ScheduleState,
+    register,
+)
 
 #: share of compute_at / reverse_compute_at proposals drawn from every pair of blocks
-WILD_PERCENT = 10
+WILD_PERCENT = ILLEGAL_PERCENT  # 25, like every illegal proposal (base.py)
 
 
 def _sites(state: ScheduleState) -> list[tuple[str, str]]:
     """The pairs of this proposal: dataflow pairs, or — drawn first, always — every ordered
     pair of distinct blocks (see the module docstring)."""
-    wild = state.draw(st.integers(0, 99)) < WILD_PERCENT
+    wild = state.illegal(WILD_PERCENT)  # the same draw as ever: st.integers(0, 99)
     if wild:
         names = state.facts.names()
         return [(a, b) for a in names for b in names if a != b]

@@ -32,4 +32,8 @@ class Fuse(Primitive):
             start = state.draw(st.integers(0, len(loops) - 2))
             end = start + state.draw(st.integers(2, len(loops) - start))
         picked = loops[start:end]
+        if state.illegal():  # loops that need not be consecutive: TVM must refuse a gap
+            chosen = state.draw(st.lists(st.sampled_from(range(len(loops))), min_size=2,
+                                         max_size=len(loops), unique=True))
+            picked = [loops[i] for i in sorted(chosen)]
         return lambda: state.sch.fuse(*picked)

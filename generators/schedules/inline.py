@@ -1,4 +1,7 @@
-"""compute_inline / reverse_compute_inline: a producer folded into its consumers, or the reverse."""
+"""compute_inline / reverse_compute_inline: a producer folded into its consumers, or the reverse.
+
+Illegal proposals (``base.ILLEGAL_PERCENT``): any block — an output block, a reduction, a
+consumer of two producers — which TVM must refuse with a ScheduleError."""
 
 from __future__ import annotations
 
@@ -13,7 +16,8 @@ class ComputeInline(Primitive):
 
     def propose(self, state: ScheduleState):
         f = state.facts
-        block = state.pick_block(lambda b: f.writes_intermediate(b) and not b.is_reduction)
+        legal = None if state.illegal() else (lambda b: f.writes_intermediate(b) and not b.is_reduction)
+        block = state.pick_block(legal)
         if block is None:
             return None
         return lambda: state.sch.compute_inline(block)
@@ -35,7 +39,7 @@ class ReverseComputeInline(Primitive):
             return (not b.is_reduction and len(producers) == 1
                     and not f.blocks[producers.pop()].is_reduction)
 
-        block = state.pick_block(site)
+        block = state.pick_block(None if state.illegal() else site)
         if block is None:
             return None
         return lambda: state.sch.reverse_compute_inline(block)

@@ -1,7 +1,8 @@
 """decompose_reduction and rfactor: the two ways to restructure a reduction block.
 
 ``decompose_reduction`` moves the init out in front of a loop at or above the outermost
-reduction loop.  ``rfactor`` turns a reduction loop into a data-parallel dimension of a new
+reduction loop (an illegal proposal, ``base.ILLEGAL_PERCENT``: any loop of the block, which
+TVM must refuse below the outermost reduction loop).  ``rfactor`` turns a reduction loop into a data-parallel dimension of a new
 partial-sum buffer (at a drawn position), then sums it: the summation order changes, within
 the error bound; in the exact-integer mode the bits must not.
 
@@ -17,10 +18,15 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from fuzzharness.generators.schedules.base import Primitive, ScheduleState, register
+from fuzzharness.generators.schedules.base import (
+    ILLEGAL_PERCENT,
+    Primitive,
+    ScheduleState,
+    register,
+)
 
 #: share of rfactor proposals drawn among every loop of the block (see the module docstring)
-RFACTOR_WILD_PERCENT = 10
+RFACTOR_WILD_PERCENT = ILLEGAL_PERCENT  # 25, like every illegal proposal (base.py)
 
 
 @register
@@ -37,7 +43,9 @@ class DecomposeReduction(Primitive):
         kinds = state.loop_kinds(block)
         if "R" not in kinds:
             return None
-        at = state.draw(st.integers(0, kinds.index("R")))
+        # illegal proposal (base.ILLEGAL_PERCENT): a loop below the outermost reduction loop
+        last = len(loops) - 1 if state.illegal() else kinds.index("R")
+        at = state.draw(st.integers(0, last))
         return lambda: state.sch.decompose_reduction(block, loops[at])
 
 
@@ -51,7 +59,7 @@ class RFactor(Primitive):
         block = state.pick_block(lambda b: b.has_init)
         if block is None:
             return None
-        wild = state.draw(st.integers(0, 99)) < RFACTOR_WILD_PERCENT
+        wild = state.illegal(RFACTOR_WILD_PERCENT)
         loops = state.loops(block)
         kinds = state.loop_kinds(block)
         reduction = [lp for lp, k in zip(loops, kinds, strict=True) if k == "R"]
