@@ -26,6 +26,15 @@ from its database:
   verification processes: ``getrusage(RUSAGE_CHILDREN)``) and, for comparison, the nominal
   CPU time ``wall × workers``.
 
+and the **program classes built** (:func:`fuzzharness.campaign.feedback.case_classes` over
+every stored case: reach classes, workload × primitive, step pairs, graph operators, ...) and
+how many cases were feedback mutants (``--feedback P`` runs the campaign with feedback).
+
+``--analyse DIR [DIR ...]`` only reads campaigns (this benchmark's, with its ``bench.json``;
+any other campaign directory with its wall time read from the sessions table and the
+nominal CPU time).  Two campaigns of one seed run side by side (with and without feedback)
+compare that way, one core each.
+
 ``--python`` runs the campaign with another interpreter (another checkout's venv), to compare
 before and after a change on the same seed; a database without root-cause columns reports
 them as n/a.  The machine may be shared: the 1-minute load average is printed before and
@@ -62,14 +71,15 @@ def load() -> str:
 
 
 def run_campaign(python: str, out: Path, seed: int, seconds: float, workers: int,
-                 minimize: float) -> tuple[float, float, int]:
+                 minimize: float, feedback: float = 0.0) -> tuple[float, float, int]:
     """Run the campaign; (wall seconds, CPU seconds of the process tree, exit status)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     env = dict(os.environ, FUZZHARNESS_MINIMIZE_BUDGET=f"{minimize:g}")
     p = subprocess.run([python, "-m", "fuzzharness", "run", "--seed", str(seed), "--time-budget",
                         f"{seconds:g}", "--workers", str(workers), "--minimize-budget",
-                        f"{minimize:g}", "--no-progress", "--target", "llvm", "--out", str(out)],
+                        f"{minimize:g}", "--no-progress", "--target", "llvm", "--out", str(out)]
+                       + (["--feedback", f"{feedback:g}"] if feedback else []),
                        capture_output=True, text=True, env=env,
                        cwd=out)  # not this checkout: `-m` would import its package, not --python's
     wall = time.monotonic() - t0
@@ -142,6 +152,14 @@ def analyse(out: Path, known_file: str | None = None) -> dict:
         if single_kernel:
             single += 1
             numpy_ref += bool(text) and EMBEDDED not in text
+    from fuzzharness.campaign.feedback import case_classes
+
+    classes: set[str] = set()
+    mutants = 0
+    for (case_json,) in con.execute("SELECT case_json FROM results WHERE case_json IS NOT NULL"):
+        case = json.loads(case_json)
+        classes |= case_classes(case)
+        mutants += "mutant_of" in (case.get("origin") or {})
     distinct, to_first = None, []
     try:  # the harness's own grouping (an older database or checkout may not have it)
         from fuzzharness.campaign.status import read_status
@@ -156,7 +174,8 @@ def analyse(out: Path, known_file: str | None = None) -> dict:
     except Exception as e:  # noqa: BLE001 - reported as n/a
         print(f"(distinct bugs n/a: {type(e).__name__}: {e})")
     return {
-        "distinct": distinct, "to_first": sorted(to_first),
+        "distinct": distinct, "to_first": sorted(to_first), "classes": len(classes),
+        "mutants": mutants,
         "cases": cases, "span": (last - first) if first is not None else 0.0,
         "buckets": len(buckets), "new": len(new), "probably_known": len(probable),
         "raw_new": raw_new,
@@ -176,12 +195,14 @@ def main() -> int:
     ap.add_argument("--python", default=sys.executable, help="interpreter of the checkout to run")
     ap.add_argument("--out", type=Path, help="campaign directory (default: a temporary one)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary campaign directory")
-    ap.add_argument("--analyse", type=Path, metavar="DIR",
-                    help="only analyse a campaign this benchmark ran before (its bench.json)")
+    ap.add_argument("--feedback", type=float, default=0.0, help="the campaign's --feedback share")
+    ap.add_argument("--analyse", type=Path, nargs="+", metavar="DIR",
+                    help="only analyse campaigns (this benchmark's, or any campaign directory)")
     args = ap.parse_args()
-    if args.analyse is not None:
-        run = json.loads((args.analyse / "bench.json").read_text())
-        report(analyse(args.analyse), run["wall"], run["cpu"], run["rc"], run["workers"], args.analyse)
+    for d in args.analyse or ():
+        print(f"== {d}")
+        report(analyse(d), *_run_of(d), d)
+    if args.analyse:
         return 0
     seconds = args.minutes * 60
     minimize = args.minimize_budget if args.minimize_budget is not None else min(seconds, 120.0)
@@ -194,7 +215,8 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     print(f"campaign: seed {args.seed}, {args.minutes:g} min, {args.workers} workers, minimize "
           f"≤ {minimize:g} s after, python {args.python}; {load()}", flush=True)
-    wall, cpu, rc = run_campaign(args.python, out, args.seed, seconds, args.workers, minimize)
+    wall, cpu, rc = run_campaign(args.python, out, args.seed, seconds, args.workers, minimize,
+                                 args.feedback)
     (out / "bench.json").write_text(json.dumps({"wall": wall, "cpu": cpu, "rc": rc,
                                                 "workers": args.workers, "python": args.python}))
     report(analyse(out), wall, cpu, rc, args.workers, out)
@@ -206,9 +228,24 @@ def main() -> int:
     return 0
 
 
-def report(a: dict, wall: float, cpu: float, rc: int, workers: int, out: Path) -> None:
-    hours, nominal = cpu / 3600, wall * workers / 3600
-    print(f"done in {wall:.0f} s wall, {cpu:.0f} s CPU (process tree); exit {rc}; {load()}")
+def _run_of(out: Path) -> tuple[float, float | None, int | None, int]:
+    """(wall, CPU or None, exit status or None, workers) of a campaign: from this benchmark's
+    bench.json, else from the campaign's sessions and settings."""
+    if (out / "bench.json").exists():
+        run = json.loads((out / "bench.json").read_text())
+        return run["wall"], run["cpu"], run["rc"], run["workers"]
+    con = sqlite3.connect(f"file:{out / 'results.sqlite'}?mode=ro", uri=True)
+    wall = con.execute("SELECT SUM(ended - started) FROM sessions").fetchone()[0] or 0.0
+    workers = json.loads(con.execute("SELECT settings FROM campaign").fetchone()[0])["workers"]
+    con.close()
+    return wall, None, None, workers
+
+
+def report(a: dict, wall: float, cpu: float | None, rc: int | None, workers: int, out: Path) -> None:
+    hours, nominal = (cpu or 0.0) / 3600, wall * workers / 3600
+    print(f"done in {wall:.0f} s wall, " + (f"{cpu:.0f} s CPU (process tree)" if cpu else "CPU n/a")
+          + f"; exit {rc if rc is not None else 'n/a'}; {load()}")
+    print(f"program classes built {a['classes']:>6}   ({a['mutants']} of the cases were feedback mutants)")
     print(f"cases                 {a['cases']:>6}   {a['cases'] / max(a['span'], 1e-9):.1f}/s over the campaign's "
           f"{a['span']:.0f} s")
     print(f"finding buckets       {a['buckets']:>6}   new {a['new']} (raw, before minimization: "

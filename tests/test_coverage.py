@@ -131,9 +131,10 @@ def test_a_schedule_accepted_then_refused_at_lowering_is_counted_apart_and_is_no
     assert "refused at lowering" not in coverage.one_line(rows)
 
 
-def test_illegal_proposals_are_counted_apart():
+def test_illegal_proposals_and_mutants_are_counted_apart():
     """Steps proposed without their legality filter (``"illegal": true``) get their own axis:
-    proposed, accepted by TVM (the rest refused); an ordinary step is not counted there."""
+    proposed, accepted by TVM (the rest refused); an ordinary step is not counted there.
+    Feedback mutants too (axis ``mutant``, by edit)."""
     import json as _json
 
     from fuzzharness.campaign.coverage import compute, one_line
@@ -145,7 +146,12 @@ def test_illegal_proposals_are_counted_apart():
         {"primitive": "parallel", "outcome": "rejected", "illegal": True, "error": "x"},
         {"primitive": "fuse", "outcome": "accepted", "calls": ["fuse"]},
     ]
-    rows = compute([("pass", "done", _json.dumps(case), None)])
-    illegal = {r[1]: r[2:] for r in rows if r[0] == "illegal"}
+    plain = compute([("pass", "done", _json.dumps(case), None)])
+    illegal = {r[1]: r[2:] for r in plain if r[0] == "illegal"}
     assert illegal == {"parallel": (2, 2, 1, 1, 1)}
-    assert "illegal proposals: 2 with a site, 1 refused by TVM" in one_line(rows)
+    assert "illegal proposals: 2 with a site, 1 refused by TVM" in one_line(plain)
+    # a feedback mutant is counted by its edit; a plain case is not
+    case["origin"]["mutant_of"] = {"index": 3, "op": "splice"}
+    rows = compute([("pass", "done", _json.dumps(case), None)])
+    assert [r[1:] for r in rows if r[0] == "mutant"] == [("splice", 1, 1, 1, 1, 1)]
+    assert "feedback mutants: 1" in one_line(rows) and "mutant" not in one_line(plain)

@@ -118,3 +118,15 @@ def test_feedback_campaign_is_the_same_in_any_worker_count_and_across_resume(tmp
         if case is not None:
             assert case["origin"]["choices"] == generate_case(12, i, gen).origin["choices"]
             assert "mutant_of" not in case["origin"]
+
+
+def test_with_feedback_off_no_case_waits(tmp_path):
+    """Off, every case is ready at once (an executor that cannot wait, Ray's, never sees a
+    pause); on, a case waits for the cases below its checkpoint."""
+    db = ResultsDB(tmp_path / "c", create=True)
+    try:
+        assert Feedback(db, 1, 0.0, 10).ready(500)
+        assert not Feedback(db, 1, 0.5, 10).ready(500)
+        assert Feedback(db, 1, 0.5, 10).ready(19)  # checkpoint 0: nothing to wait for
+    finally:
+        db.close()

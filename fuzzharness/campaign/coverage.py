@@ -24,6 +24,7 @@ Axes and what the columns count:
 ``reach``      accepted steps by ``method @ site class`` (:mod:`fuzzharness.campaign.reach`:
                the first call of the step and the classes of what it acted on, ``plain``
                for none): ``accepted`` steps, ``compiled`` / ``verdict`` cases
+``mutant``     feedback mutants (:mod:`fuzzharness.campaign.feedback`) by their edit: cases
 ``illegal``    steps proposed without their primitive's legality filter
                (:data:`fuzzharness.generators.schedules.base.ILLEGAL_PERCENT`), by primitive:
                ``drawn``, ``proposed`` (a site), ``accepted`` by TVM (the rest it refused);
@@ -97,6 +98,8 @@ def compute(rows: Iterable[tuple]) -> list[Row]:
                     ("source", (case.get("schedule") or {}).get("source", "?"))]
         per_case += [("option", o) for o in origin.get("options") or ["default"]]
         per_case += [("graph_op", op) for op in origin.get("ops") or []]  # graph cases
+        if origin.get("mutant_of"):  # a feedback mutant (campaign/feedback.py), by its edit
+            per_case.append(("mutant", origin["mutant_of"]["op"]))
         for axis, value in per_case:
             add(axis, value, 1, 1, accepted, compiled, judged)
         used: set[tuple[str, str]] = set()
@@ -171,7 +174,7 @@ def format_table(rows: list[Row], *, calls_per_line: int = 4) -> str:
         for _, value, drawn, proposed, accepted, compiled, verdict in by_axis["illegal"]:
             lines.append(f"  {value:<26} {drawn:>6} {proposed:>6} {accepted:>6} "
                          f"{compiled:>6} {verdict:>6}")
-    for axis in ("workload/dtype", "source", "option", "graph_op"):
+    for axis in ("workload/dtype", "source", "option", "graph_op", "mutant"):
         if by_axis.get(axis):
             lines.append(f"coverage: {axis} (cases generated / schedule accepted / compiled / judged)")
             cells = [f"{v} {d}/{a}/{c}/{j}" for _, v, d, _, a, c, j in by_axis[axis]]
@@ -192,6 +195,9 @@ def one_line(rows: list[Row], *, names: int = 6) -> str:
     if never:
         shown = ", ".join(never[:names]) + (f" and {len(never) - names} more" if len(never) > names else "")
         text += f"; never accepted: {shown}"
+    mutants = [r for r in rows if r[0] == "mutant"]
+    if mutants:
+        text += f"; feedback mutants: {sum(r[2] for r in mutants)}"
     illegal = [r for r in rows if r[0] == "illegal"]
     if illegal:  # proposals without the legality filter: TVM must refuse what breaks its rules
         proposed = sum(r[3] for r in illegal)

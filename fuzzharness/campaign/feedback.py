@@ -82,7 +82,7 @@ class Feedback:
         """Whether case ``index``'s corpus can be read now (every case below its checkpoint
         is stored)."""
         c = checkpoint(index, self.period)
-        if c <= self._upto:
+        if self.fraction <= 0 or c <= self._upto:  # off: nothing to wait for (any executor)
             return True
         if self.db.count(below=c) < c:
             return False
