@@ -5,11 +5,12 @@
 For every distinct bug (``fuzzharness status DIR``'s grouping: verified repros by root cause,
 known bugs by entry) of each campaign: known or new, its title, and what built it —
 
-* the steps of its minimized repro that were **illegal proposals** (a primitive proposed
-  without its legality filter: ``generators/schedules/base.py`` ILLEGAL_PERCENT), and their
-  reach classes (``method @ site class``);
+* the steps of its bucket's first case that were **illegal proposals** (a primitive proposed
+  without its legality filter: ``generators/schedules/base.py`` ILLEGAL_PERCENT) and whose
+  call the minimized repro's trace still makes, with their reach classes (``method @ site
+  class``) — a hint to read the repro by, not a proof;
 * whether the first case of any of its buckets was a **feedback mutant** (and of which edit);
-* the reach classes of all its accepted steps.
+* the reach classes of those of its accepted steps the minimized trace still makes.
 
 It reads the campaign database only (read-only), through the harness's own status reader.
 """
@@ -29,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 def bugs(out: Path) -> list[dict]:
     from fuzzharness.campaign.reach import step_reach
     from fuzzharness.campaign.status import read_status
+    from fuzzharness.core.traces import primitive_sequence
 
     status = read_status(out)
     con = sqlite3.connect(f"file:{out / 'results.sqlite'}?mode=ro", uri=True)
@@ -43,8 +45,12 @@ def bugs(out: Path) -> list[dict]:
     for bug in status["distinct_bugs"]["bugs"]:
         members = list(bug["buckets"]) + list(bug.get("attached") or ())
         case = next((repro_case[b] for b in bug["buckets"] if b in repro_case), None)
-        steps = [s for s in ((case or {}).get("origin") or {}).get("steps") or []
-                 if s.get("outcome") == "accepted"]
+        # a minimized case records its trace, not its steps: the steps of its bucket's first
+        # (raw) case whose first call the minimized trace still makes
+        kept = set(primitive_sequence(((case or {}).get("schedule") or {}).get("trace")))
+        raw = next((example[b] for b in bug["buckets"] if example.get(b)), None)
+        steps = [s for s in ((raw or {}).get("origin") or {}).get("steps") or []
+                 if s.get("outcome") == "accepted" and (s.get("calls") or [None])[0] in kept]
         illegal = sorted({f"{s['primitive']}: " + ", ".join(step_reach(s.get("calls") or [],
                                                                         s.get("site") or [],
                                                                         s["primitive"]))

@@ -346,49 +346,12 @@ def _step(state: ScheduleState, name: str, enabled: bool) -> Step:
             raise
         state._restore(backup)
         return Step(name, "rejected", first_line(e), illegal=state.proposed_illegal)
+    from fuzzharness.generators.schedules.site_classes import step_site_classes
+
     added = state.sch.trace.insts[before:]
     calls = tuple(method_name(i.kind.name) for i in added if i.kind.name not in LOOKUPS)
-    return Step(name, "accepted", calls=calls, site=_site_of(backup, added),
+    return Step(name, "accepted", calls=calls, site=step_site_classes(backup, added, LOOKUPS),
                 illegal=state.proposed_illegal)
-
-
-def _site_of(before, added) -> tuple[str, ...]:
-    """The site classes of the inputs of the first instruction in ``added`` that transforms
-    the program (not a lookup or a sampler), in ``before`` — the schedule copied before the
-    step, on which the lookups that precede that instruction (in the proposal or in its
-    thunk: the program had not changed yet) are made again.  ``before`` is discarded after
-    the step, so what this records in its trace does not matter; the step's own schedule is
-    not touched (Schedule.copy would fork its random state)."""
-    from fuzzharness.generators.schedules.site_classes import site_classes
-
-    found: dict[Any, Any] = {}  # rv of the step's schedule -> rv of ``before``
-    for inst in added:
-        kind = inst.kind.name
-        if kind not in LOOKUPS:
-            if kind.startswith("Sample"):
-                continue
-            mine = [found[rv] for rv in found if any(rv.same_as(x) for x in inst.inputs)]
-            return site_classes(before, mine)
-        try:
-            outs = _look_up(before, kind, [_mapped(found, x) for x in inst.inputs], inst.attrs)
-        except Exception:  # noqa: BLE001 - a lookup that cannot be made again: no site
-            return ()
-        found.update(zip(inst.outputs, outs, strict=False))
-    return ()
-
-
-def _mapped(found: dict, rv):
-    return next((v for k, v in found.items() if k.same_as(rv)), rv)
-
-
-def _look_up(sch, kind: str, inputs: list, attrs) -> list:
-    """Make the lookup instruction ``kind`` on ``sch`` (its outputs, as a list)."""
-    if kind == "GetSBlock":
-        return [sch.get_sblock(str(attrs[0]), func_name=str(attrs[1]))]
-    method = {"GetLoops": sch.get_loops, "GetChildBlocks": sch.get_child_blocks,
-              "GetProducers": sch.get_producers, "GetConsumers": sch.get_consumers,
-              "GetOutputBlocks": sch.get_output_blocks}[kind]
-    return list(method(inputs[0]))
 
 
 @functools.cache
