@@ -157,23 +157,22 @@ def format_table(rows: list[Row], *, calls_per_line: int = 4) -> str:
     for r in rows:
         by_axis[r[0]].append(r)
     lines: list[str] = []
-    if by_axis.get("primitive"):
-        lines.append("coverage: schedule primitives (steps drawn / with a site / accepted; "
-                     "cases compiled / judged)")
-        for _, value, drawn, proposed, accepted, compiled, verdict in by_axis["primitive"]:
-            lines.append(f"  {value:<26} {drawn:>6} {proposed:>6} {accepted:>6} "
-                         f"{compiled:>6} {verdict:>6}")
+
+    def step_table(axis: str, heading: str) -> None:  # steps by primitive, one per line
+        if by_axis.get(axis):
+            lines.append(f"coverage: {heading} (steps drawn / with a site / accepted{'' if axis == 'primitive' else ' by TVM'}; "
+                         "cases compiled / judged)")
+            for _, value, drawn, proposed, accepted, compiled, verdict in by_axis[axis]:
+                lines.append(f"  {value:<26} {drawn:>6} {proposed:>6} {accepted:>6} "
+                             f"{compiled:>6} {verdict:>6}")
+
+    step_table("primitive", "schedule primitives")
     if by_axis.get("call"):
         lines.append("coverage: s_tir.Schedule methods applied (calls; cases compiled / judged)")
         cells = [f"{v} {a} ({c}/{j})" for _, v, _, _, a, c, j in by_axis["call"]]
         for i in range(0, len(cells), calls_per_line):
             lines.append("  " + ", ".join(cells[i:i + calls_per_line]))
-    if by_axis.get("illegal"):
-        lines.append("coverage: illegal proposals (steps drawn / with a site / accepted by TVM; "
-                     "cases compiled / judged)")
-        for _, value, drawn, proposed, accepted, compiled, verdict in by_axis["illegal"]:
-            lines.append(f"  {value:<26} {drawn:>6} {proposed:>6} {accepted:>6} "
-                         f"{compiled:>6} {verdict:>6}")
+    step_table("illegal", "illegal proposals")
     for axis in ("workload/dtype", "source", "option", "graph_op", "mutant"):
         if by_axis.get(axis):
             lines.append(f"coverage: {axis} (cases generated / schedule accepted / compiled / judged)")
