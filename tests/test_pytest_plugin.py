@@ -304,7 +304,10 @@ def test_baseline_turns_old_failures_into_xfail_and_new_ones_into_regressions(tm
     fixed.write_text(f'#!/bin/sh\nPYTHONPATH="${{PYTHONPATH:+$PYTHONPATH:}}{ROOT}" {FIXED_ENV}=1 '
                      f'exec {sys.executable} "$@"\n')
     fixed.chmod(0o755)
-    args = ["-m", "differential", "-v", "-rx", "--fuzz-seed", "14", "--fuzz-targets", "llvm",
+    # seed 18: its 3 cases fail only by the off-by-one, matching no known bug's raw pattern
+    # (since the illegal proposals of generators/schedules/base.py, seed 14's third case also
+    # hits a real TVM nan, pre-existing on both TVMs; seed 15's looks like a known bug)
+    args = ["-m", "differential", "-v", "-rx", "--fuzz-seed", "18", "--fuzz-targets", "llvm",
             "--fuzz-workloads", "test_matmul_off_by_one", "--fuzz-dtypes", "float32",
             "--fuzz-cases", "3"]
     results = {}
