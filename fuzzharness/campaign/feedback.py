@@ -14,8 +14,7 @@ i.e. from what generation built, never from how the case ran:
 
 **Reproducible by construction.**  Case ``i`` mutates the corpus of the cases with index
 below :func:`checkpoint` ``(i)`` — a fixed index at least ``generation.feedback_period``
-cases back (100) — taken
-in index order.  Whether case ``i`` is a mutant, of which entry, and how, is drawn from a
+cases back (100) — taken in index order.  Whether case ``i`` is a mutant, of which entry, and how, is drawn from a
 generator seeded by (seed, ``i``).  So the corpus is a function of (seed, index): the same in
 any worker count, across ``--resume``, and in any process that reads the campaign database
 (a lane re-drawing a mutant whose schedule draw failed).  The driver hands out case ``i``
@@ -27,6 +26,7 @@ change every later mutant.
 
 from __future__ import annotations
 
+import bisect
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -76,7 +76,6 @@ class Feedback:
         self.entries: list[Entry] = []
         self._seen: set[str] = set()
         self._upto = 0  # every case below this index has been read
-        self._sizes: dict[int, int] = {0: 0}  # checkpoint → corpus size there
 
     def ready(self, index: int) -> bool:
         """Whether case ``index``'s corpus can be read now (every case below its checkpoint
@@ -94,7 +93,8 @@ class Feedback:
         c = checkpoint(index, self.period)
         if c > self._upto:
             self._read_to(c)
-        return self.entries[:self._sizes[c]]
+        # entries are in index order: those below the checkpoint
+        return self.entries[:bisect.bisect_left([e.index for e in self.entries], c)]
 
     def mutation_for(self, index: int) -> dict[str, Any] | None:
         """The mutation case ``index`` is, or None (a case drawn afresh)."""
@@ -110,12 +110,8 @@ class Feedback:
         return {"parent": parent.index, **plan(rng, parent.choices, donor.choices)}
 
     def _read_to(self, c: int) -> None:
-        """Read the stored cases in ``[_upto, c)`` in index order (checkpoints on the way)."""
+        """Read the stored cases in ``[_upto, c)``, in index order."""
         for row in self.db.results("WHERE idx >= ? AND idx < ?", (self._upto, c)):
-            for k in range(-(-self._upto // self.period) * self.period, row["idx"] + 1,
-                           self.period):
-                self._sizes.setdefault(k, len(self.entries))
-            self._upto = row["idx"] + 1
             case = row["case"]
             choices = ((case or {}).get("origin") or {}).get("choices")
             if not case or not choices:
@@ -124,6 +120,4 @@ class Feedback:
             if new:
                 self._seen |= new
                 self.entries.append(Entry(row["idx"], tuple(choices), tuple(sorted(new))))
-        for k in range(0, c + 1, self.period):
-            self._sizes.setdefault(k, len(self.entries))
         self._upto = max(self._upto, c)
