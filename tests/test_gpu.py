@@ -140,7 +140,7 @@ def test_an_opencl_kernel_bug_gets_a_standalone_script_that_reproduces(opencl, t
     assert out.reproduced, out.runs[-1].output
     text = (out.dir / "repro.py").read_text()
     assert foreign_imports(text) == [] and "fuzzharness." not in text.split('"""', 2)[2]
-    assert "opencl_source(sch.mod)" in text and "'kernel': 'main_kernel'" in text
+    assert "device_source(sch.mod)" in text and "'kernel': 'main_kernel'" in text
     assert "the kernel wrote past the end of B" in out.runs[0].output
     assert (out.dir / "issue.md").exists()
     # the launch plan is checked against TVM's source: a stale kernel name is not a finding
@@ -242,6 +242,33 @@ def test_cuda_is_compiled_by_nvcc_and_not_run_without_a_gpu(nvcc):
         assert v.timings["build"] > 0 and "no CUDA device" in v.details["not_run"]
 
 
+@pytest.mark.parametrize("arch", ["sm_90", "sm_80"])
+def test_cuda_codegen_runs_in_the_cases_target_scope(arch):
+    """On a host with an NVIDIA driver TVM's CUDA codegen compiles with NVRTC and takes the
+    arch from ``Target.current()``, else from the GPU (which failed intermittently in workers
+    on an H200).  TVM calls ``tvm_callback_cuda_postproc`` on every host, in the same place:
+    it sees the case's target, with the case's arch, as current."""
+    import tvm
+    import tvm_ffi
+
+    from fuzzharness.backends.device import codegen_device, lower_device
+
+    seen = []
+
+    def postproc(code, target=None):
+        seen.append(tvm.target.Target.current(allow_none=True))
+        return code
+
+    tvm_ffi.register_global_func("tvm_callback_cuda_postproc", postproc, override=True)
+    try:
+        params = {"M": 5, "N": 16, "K": 8, "dtype": "float32"}
+        target = {"kind": "cuda", "arch": arch}
+        codegen_device(lower_device(_two_kernels_host_loop(params).mod, target, {}), target)
+    finally:
+        tvm_ffi.remove_global_func("tvm_callback_cuda_postproc")
+    assert seen and all(t is not None and str(t.attrs["arch"]) == arch for t in seen), seen
+
+
 def test_nvcc_refusal_is_a_build_error_with_the_source_kept(nvcc):
     params = {"M": 5, "N": 16, "K": 8, "dtype": "float32"}
     v = execute(_case("matmul", params, _two_kernels_host_loop(params),
@@ -249,6 +276,32 @@ def test_nvcc_refusal_is_a_build_error_with_the_source_kept(nvcc):
     assert (v.status, v.stage) == (Status.COMPILE_ERROR, Stage.BUILD), v.line()
     assert v.details["compiler"] == "nvcc" and "compute_10" in v.details["log"]
     assert "main_kernel" in v.details["source"] and "main_kernel<<<" in v.details["launch_plan"]
+
+
+@pytest.mark.slow
+def test_an_nvcc_refusal_gets_a_cuda_script_that_reproduces_without_a_gpu(nvcc, tmp_path):
+    """The CUDA script lowers, generates and runs nvcc before it needs a GPU: a build-stage
+    bug reproduces on any machine with nvcc; the same program for an arch nvcc accepts
+    (sm_90) builds there, and the script then needs a GPU — never "reproduces" without one."""
+    from fuzzharness.buckets.signatures import signature
+    from fuzzharness.core.tvm_support import versions
+    from fuzzharness.repro.package import write_repro
+    from fuzzharness.repro.verify import run_script
+
+    params = {"M": 5, "N": 16, "K": 8, "dtype": "float32"}
+    case = _case("matmul", params, _two_kernels_host_loop(params), {"kind": "cuda", "arch": "sm_10"})
+    verdict = execute(case).verdict
+    sig = signature(case.to_dict(), verdict)
+    out = write_repro(tmp_path / "nvcc", case, verdict, bucket=sig.key, signature=sig,
+                      versions=versions(), triage=False)
+    assert out.reproduced, out.runs[-1].output
+    text = (out.dir / "repro.py").read_text()
+    assert "cubin = nvcc(source" in text and "# -- the CUDA launches" in text
+    assert "nvcc failed" in out.runs[0].output
+    accepted = tmp_path / "sm90.py"
+    accepted.write_text(text.replace("'arch': 'sm_10'", "'arch': 'sm_90'"))
+    run = run_script(accepted)
+    assert run.exit_code != 1, run.output
 
 
 def test_cuda_kernel_params_point_at_the_argument_values():
@@ -290,6 +343,43 @@ def test_tensor_core_schedules_compile_with_wmma(dtype, nvcc):
     if v.status is not Status.COMPILE_ERROR:
         code = be.codegen(be.lower(outcome.scheduled, target, {}), target)
         assert "nvcuda::wmma::mma_sync" in code.source
+
+
+def test_metaschedule_samples_keep_their_seeds_in_tvms_range():
+    from fuzzharness.generators.gpu.metaschedule_style import TRIES, attempt_seed
+
+    for seed in (1, 42, 2**31 - 2):
+        seeds = [attempt_seed(seed, a) for a in range(TRIES)]
+        assert seeds[0] == seed and len(set(seeds)) == TRIES
+        assert all(1 <= s <= 2**31 - 1 for s in seeds), seeds
+
+
+@pytest.mark.slow
+def test_a_tensorized_schedule_gets_a_script_that_registers_the_intrinsics(tmp_path):
+    """A trace that tensorizes names TVM's tensor intrinsics (wmma_fill_16x16x16_f32...), which
+    exist once ``tvm.s_tir.tensor_intrin`` is imported: the script imports it, and the lowering
+    failure of these mixed-precision wmma schedules (TVM 0.27) reproduces alone — found on a
+    GPU host, where the script without the import said "TensorIntrin ... is not registered"."""
+    from fuzzharness.buckets.signatures import signature
+    from fuzzharness.core.tvm_support import versions
+    from fuzzharness.generators import draw
+    from fuzzharness.generators.cases import TARGET_PRESETS
+    from fuzzharness.generators.gpu.base import GpuTarget
+    from fuzzharness.generators.gpu.metaschedule_style import MetaScheduleStyle
+    from fuzzharness.repro.package import write_repro
+
+    target = TARGET_PRESETS["cuda"]
+    p = {"M": 32, "N": 32, "K": 64, "dtype": "float16-acc32"}
+    gs = MetaScheduleStyle().schedule(workloads["matmul_tc"].prim_func(p),
+                                      draw.from_choices([1, 42, 0]), GpuTarget(target))
+    case = _case("matmul_tc", p, gs.sch, target, distribution="small_ints")
+    verdict = execute(case).verdict
+    assert (verdict.status, verdict.stage) == (Status.COMPILE_ERROR, Stage.LOWER), verdict.line()
+    sig = signature(case.to_dict(), verdict)
+    out = write_repro(tmp_path / "tc", case, verdict, bucket=sig.key, signature=sig,
+                      versions=versions(), triage=False)
+    assert out.reproduced, out.runs[-1].output
+    assert "import tvm.s_tir.tensor_intrin" in (out.dir / "repro.py").read_text()
 
 
 @pytest.mark.slow

@@ -121,7 +121,13 @@ def codegen_device(lowered: DeviceLowered, target: dict[str, Any]) -> DeviceCode
     if not lowered.device_mods:
         raise launch.UnsupportedHostCode("the lowered module has no device kernel")
     try:
-        with tvm.transform.PassContext(opt_level=3, config=lowered.pass_config):
+        # In the target's scope: on a host with an NVIDIA driver TVM's CUDA codegen also
+        # compiles (tvm.support.nvcc, NVRTC) and takes the arch from Target.current(), else
+        # from the GPU through TVM's CUDA runtime — which failed intermittently in campaign
+        # workers (cudaErrorInitializationError in CUDADeviceAPI::GetAttr, on an H200): the
+        # case's own arch, never the machine's, decides what is compiled.
+        with tvm.transform.PassContext(opt_level=3, config=lowered.pass_config), \
+                tvm.target.Target(target):
             rt = tir_to_runtime(lowered.host_final, lowered.device_mods, lowered.host_target)
     except Exception as e:
         # Keep what failed to generate: the device TIR (there is no source yet).

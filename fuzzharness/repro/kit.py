@@ -60,6 +60,8 @@ def error_pattern(message: str) -> str:
     """A regular expression matching ``message``'s identifying line in any run: numbers and
     addresses (which vary between runs and instances) match any number or address."""
     line = salient_line(message).strip()
+    if line.endswith(":"):  # an exception without a message: Python prints its bare name
+        line = line[:-1].rstrip()  # (stripped before escaping: a trailing "\\ " would break)
     parts, last = [], 0
     for m in _VARIABLE.finditer(line):
         parts.append(re.escape(line[last:m.start()]))
@@ -68,6 +70,15 @@ def error_pattern(message: str) -> str:
         last = m.end()
     parts.append(re.escape(line[last:]))
     return "".join(parts).strip()
+
+
+def tensor_intrinsics_import(schedule: Any) -> str:
+    """The import a script needs before it replays ``schedule`` (a trace as JSON data, or
+    anything holding traces): TVM registers its tensor intrinsics (wmma, mma, ...) by name
+    when ``tvm.s_tir.tensor_intrin`` is imported, and a trace that tensorizes names them."""
+    if '"Tensorize"' not in json.dumps(schedule):
+        return ""
+    return "import tvm.s_tir.tensor_intrin  # noqa: F401  (registers the intrinsics Tensorize names)\n"
 
 
 def expectation_of(verdict: Verdict, timeout: float | None = None) -> dict[str, Any]:

@@ -30,7 +30,7 @@ keep "reproducing" after TVM is fixed.  Three mechanisms, in every script:
 * the child marks the stages only the script's code runs (``inputs``, ``save``) and, for an
   exception inside ``compile_and_run``, says whether it came through TVM (a frame of tvm,
   tvm_ffi, pyopencl or TVM's C++; the guard zones' ``OutOfBoundsWrite``; an OpenCL build's
-  ``GeneratedCodeError``) or from the script alone (``[repro] fault: script``);
+  ``GeneratedCodeError``, nvcc's or a faulting CUDA launch's too) or from the script alone (``[repro] fault: script``);
 * outputs of dtypes numpy cannot store (bfloat16, float8: ml_dtypes) travel as float32,
   which holds each of their values exactly.
 

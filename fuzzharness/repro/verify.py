@@ -21,8 +21,9 @@ import sys
 import time
 from pathlib import Path
 
-#: pyopencl: OpenCL scripts launch TVM's kernels with it (fuzzharness.kinds.tir.opencl_script)
-ALLOWED_MODULES = {"numpy", "tvm", "ml_dtypes", "pyopencl"}
+#: pyopencl: OpenCL scripts launch TVM's kernels with it (fuzzharness.kinds.tir.opencl_script);
+#: cuda (NVIDIA's cuda-bindings): CUDA scripts do (fuzzharness.kinds.tir.cuda_script)
+ALLOWED_MODULES = {"numpy", "tvm", "ml_dtypes", "pyopencl", "cuda"}
 REPRODUCES, FIXED, OTHER = 1, 0, 2
 #: the runner's last line when the bug reproduces (fuzzharness.repro.template.RUNNER)
 REPRODUCES_LINE = "RESULT: the bug reproduces"

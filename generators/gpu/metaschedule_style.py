@@ -24,6 +24,13 @@ from fuzzharness.generators.gpu.dlight_style import DlightStyle
 TRIES = 4
 
 
+def attempt_seed(seed: int, attempt: int) -> int:
+    """The schedule seed of sample ``attempt``: TVM takes seeds in [1, 2**31 - 1], so the
+    samples after a drawn seed near the top wrap around (``seed + attempt`` was refused by
+    TVM as a schedule error on a GPU host: 2147483648)."""
+    return 1 + (seed - 1 + attempt) % (2**31 - 1)
+
+
 @register
 class MetaScheduleStyle(Style):
     name = "metaschedule"
@@ -53,7 +60,7 @@ class MetaScheduleStyle(Style):
         space = spaces[which % len(spaces)]
         postprocs = ctx.space_generator.postprocs
         for attempt in range(TRIES):
-            sch = s_tir.Schedule(func, seed=seed + attempt)
+            sch = s_tir.Schedule(func, seed=attempt_seed(seed, attempt))
             space.trace.apply_to_schedule(sch, remove_postproc=True,
                                           decision_provider=lambda *_: None)
             if all(p.apply(sch) for p in postprocs):

@@ -55,7 +55,7 @@ def compile_and_run(x, scheduled=True):
     mod = lower_and_schedule(tvm.target.Target(TARGET))
     _stage("codegen")
     funcs = {gv.name_hint: f for gv, f in mod.functions.items()}
-    sources = {name: opencl_source(tvm.IRModule({"main": funcs[name].with_attr("global_symbol", "main")}))
+    sources = {name: device_source(tvm.IRModule({"main": funcs[name].with_attr("global_symbol", "main")}))
                for name in CALLED}
     _stage("build")
     device = OpenCL(list(sources.values()))

@@ -106,7 +106,7 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str = "", versions: di
         ("import ml_dtypes\n" if needs_ml else "")
         + "import numpy as np\nimport tvm\nfrom tvm import relax, s_tir\n"
         "from tvm.script import ir as I\nfrom tvm.script import relax as R\n"
-        "from tvm.script import tirx as T\n",
+        "from tvm.script import tirx as T\n" + kit.tensor_intrinsics_import(case.schedule),
         f"TARGET = {kit.py_literal(target)}\nPASS_CONFIG = {kit.py_literal(case.pass_config)}\n"
         f"MODE = {source!r}\nLAYOUT = {kit.py_literal(layout)}  # ConvertLayout desired (data, kernel) "
         "layouts of conv2d\n"

@@ -31,7 +31,7 @@ def launch_source(case: Case, scheduled_mod) -> str:
     from fuzzharness.backends import backends
     from fuzzharness.backends.launch import UnsupportedHostCode
 
-    backend = backends["opencl"]
+    backend = backends[case.target["kind"]]  # opencl, or cuda (cuda_script)
     try:
         code = backend.codegen(backend.lower(scheduled_mod, case.target, case.pass_config),
                                case.target)
@@ -45,10 +45,10 @@ def launch_source(case: Case, scheduled_mod) -> str:
     return text
 
 
-#: the OpenCL runtime of a script: TVM's codegen, then pyopencl (TIR and Relax scripts)
-RUNTIME = r'''
-def opencl_source(mod):
-    """TVM's OpenCL C for ``mod``: the pipeline TVM selects for the target, then its codegen
+#: TVM's lowering and codegen in a script, for any GPU target (OpenCL here, CUDA in cuda_script)
+SOURCE_OF = r'''
+def device_source(mod):
+    """TVM's device source for ``mod``: the pipeline TVM selects for the target, then its codegen
     (what tvm.compile does; for an Adreno target TVM 0.27's tvm.compile skips the Adreno
     pipeline that get_default_tir_pipeline selects, so it is called here by hand)."""
     from tvm.tirx import compilation_pipeline as cp
@@ -68,7 +68,10 @@ def opencl_source(mod):
         runtime = tir_to_runtime(finalize_host()(host),
                                  {t: finalize_device()(m) for t, m in device.items()}, target.host)
     return "\n".join(m.inspect_source() for m in runtime.imports)
+'''
 
+#: the OpenCL runtime of a script: TVM's codegen, then pyopencl (TIR and Relax scripts)
+RUNTIME = SOURCE_OF + r'''
 
 # -- pyopencl: device, buffers with a guard zone, images as TVM lays textures out --------------
 class GeneratedCodeError(RuntimeError):
@@ -225,7 +228,7 @@ def compile_and_run(x, scheduled=True):
     if scheduled:
         schedule(sch)
     _stage("compile")
-    source = opencl_source(sch.mod)
+    source = device_source(sch.mod)
     _stage("build")
     device = OpenCL([source])
     _stage("run")

@@ -29,7 +29,7 @@ from fuzzharness.core import hygiene
 from fuzzharness.core.case import Case
 from fuzzharness.core.verdict import Status, Verdict
 from fuzzharness.generators.inputs import TINY_INT
-from fuzzharness.kinds.tir import opencl_script
+from fuzzharness.kinds.tir import cuda_script, opencl_script
 from fuzzharness.kinds.tir import template as tir_template
 from fuzzharness.kinds.tir.reference import Expectation, expectation, reference_source
 from fuzzharness.kinds.tir.snippet import expected_failure, snippet
@@ -44,6 +44,7 @@ from fuzzharness.repro.kit import (
     header,
     py_literal,
     schedule_calls,
+    tensor_intrinsics_import,
 )
 
 
@@ -168,6 +169,11 @@ def layouts_source(e: Expectation) -> str:
             f"ORIGINAL_SHAPE = {shape!r}\n" + tir_template.RELAYOUT)
 
 
+GPU_NAMES = {"opencl": "OpenCL", "cuda": "CUDA"}
+GPU_NEEDS = {"opencl": "tvm, numpy and pyopencl (with an OpenCL device)",
+             "cuda": "tvm, numpy, nvcc and cuda-bindings (with an NVIDIA GPU)"}
+
+
 # -- the whole script ----------------------------------------------------------------------------
 def write_script(case: Case, verdict: Verdict, *, bucket: str, signature: Signature | None,
                  versions: dict[str, str], timeout: float | None = None,
@@ -176,20 +182,21 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str, signature: Signat
     """The repro script of ``case`` (whose verdict is ``verdict``) as text."""
     kind = case.target.get("kind")
     runs_kernel = verdict.stage.value in ("run", "verify", "done")
-    if kind not in ("llvm", "opencl") and runs_kernel:
+    if kind not in ("llvm", "opencl", "cuda") and runs_kernel:
         raise NotReproducible(f"running on a {kind!r} target needs its runtime; "
-                              "a standalone script is written for llvm and OpenCL, or for "
-                              "compile-time bugs")
+                              "a standalone script is written for llvm, OpenCL and CUDA, or "
+                              "for compile-time bugs")
     e = expectation(case, verdict)
     if verdict.status is Status.TIMEOUT:
         timeout = float(verdict.details.get("timeout_s") or timeout or 60)
     expect = expectation_of(verdict, timeout)
-    # OpenCL (and Adreno: tvm.compile skips its pipeline) is lowered as the harness lowers it,
-    # and kernels run through pyopencl (opencl_script)
-    opencl = kind == "opencl" and verdict.stage.value not in ("generate", "schedule")
-    if opencl and expect["compare"] == "unscheduled":
-        raise NotReproducible("an OpenCL kernel compared with its unscheduled program: the "
-                              "script runs OpenCL kernels only")
+    # OpenCL (and Adreno: tvm.compile skips its pipeline) and CUDA are lowered as the harness
+    # lowers them, and kernels run through pyopencl (opencl_script) or nvcc and the CUDA driver
+    # (cuda_script)
+    gpu = kind if kind in ("opencl", "cuda") and verdict.stage.value not in ("generate", "schedule") else None
+    if gpu and expect["compare"] == "unscheduled":
+        raise NotReproducible(f"a {GPU_NAMES[gpu]} kernel compared with its unscheduled program: "
+                              "the script runs GPU kernels only")
     child_timeout = int(round(timeout)) if verdict.status is Status.TIMEOUT and timeout else DEFAULT_CHILD_TIMEOUT
     sched_text, sched_lines, notes = schedule_source(case, e.func, failing_call)
     inputs_text, in_notes = inputs_source(case, e)
@@ -200,19 +207,20 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str, signature: Signat
     outputs = {o.name: (tuple(int(s) for s in o.shape), _np_dtype_name(o.dtype)) for o in e.output_specs}
     when = date or datetime.date.today().isoformat()
     header = _header(case, verdict, bucket, signature, versions, when, title, expect, first_seen,
-                     "tvm, numpy and pyopencl (with an OpenCL device)" if opencl and runs_kernel else "tvm and numpy")
+                     GPU_NEEDS[gpu] if gpu and runs_kernel else "tvm and numpy")
     parts = [
         header,
         template.STDLIB_IMPORTS + template.PRELUDE,
         ("import ml_dtypes\n" if needs_ml else "") +
-        "import numpy as np\nimport tvm\nfrom tvm import s_tir\nfrom tvm.script import tirx as T\n",
+        "import numpy as np\nimport tvm\nfrom tvm import s_tir\nfrom tvm.script import tirx as T\n"
+        + tensor_intrinsics_import(case.trace),
         f"TARGET = {py_literal(case.target)}\nPASS_CONFIG = {py_literal(case.pass_config)}\n"
         f"TIMEOUT = {child_timeout}  # seconds for the child process\n"
         f"# what tvm-fuzzharness saw: {verdict.line()[:200]}\n"
         f"EXPECT = {py_literal(expect)}\n",
         "# -- the program, unscheduled " + "-" * 62 + "\n" + e.source,
         "# -- the schedule " + "-" * 73 + "\n" + sched_text,
-        *([_launch_section(case, e)] if opencl else []),
+        *([_launch_section(case, e)] if gpu else []),
         "# -- inputs and the float64 reference " + "-" * 52 + "\n"
         f"INPUTS = {[s.name for s in e.input_specs]!r}  # kernel parameters: these, then OUTPUTS\n"
         f"OUTPUTS = {outputs!r}  # name: (shape, dtype)\n\n\n" + inputs_text,
@@ -221,16 +229,20 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str, signature: Signat
     ]
     if any("_unpack(" in p for p in (inputs_text, ref_text)):
         parts.append(arrays.UNPACK_HELPER.strip("\n") + "\n")
-    if opencl:
+    if gpu == "opencl":
         parts.append(opencl_script.RUNTIME.strip("\n") + "\n")
-    parts.append((opencl_script.COMPILE if opencl else tir_template.COMPILE).strip("\n") + "\n")
+    elif gpu == "cuda":
+        parts += [opencl_script.SOURCE_OF.strip("\n") + "\n", cuda_script.RUNTIME.strip("\n") + "\n"]
+    compile_part = {"opencl": opencl_script.COMPILE, "cuda": cuda_script.COMPILE}.get(gpu, tir_template.COMPILE)
+    parts.append(compile_part.strip("\n") + "\n")
     parts.append(hygiene.SCRIPT_SOURCE.strip("\n") + "\n")
     parts.append(redzone.SCRIPT_SOURCE.strip("\n") + "\n")
     parts.append(template.RUNNER.strip("\n") + "\n")
     text = "\n\n".join(p.rstrip("\n") + "\n" for p in parts)
     short = None
-    if opencl:
-        notes.append("OpenCL kernels generated by TVM, launched through pyopencl")
+    if gpu:
+        notes.append(f"{GPU_NAMES[gpu]} kernels generated by TVM, launched through "
+                     + ("pyopencl" if gpu == "opencl" else "nvcc and the CUDA driver (cuda-bindings)"))
     elif not any(n.startswith("schedule as JSON") for n in notes) and verdict.status is not Status.TIMEOUT:
         short = snippet(case, verdict, e, sched_lines, inputs_text, failing_call)
     return Script(text, expect, notes, sched_lines, short, expected_failure(verdict))
@@ -250,7 +262,8 @@ def _launch_section(case: Case, e) -> str:
         raise
     except Exception:  # noqa: BLE001 - TVM fails while it lowers or generates: no kernels
         text = "LAUNCH = None  # TVM fails before it generates the kernels (see EXPECT)\n"
-    return "# -- the OpenCL launches " + "-" * 66 + "\n" + text
+    name = GPU_NAMES[case.target["kind"]]
+    return f"# -- the {name} launches " + "-" * (73 - len(name)) + "\n" + text
 
 
 def _np_dtype_name(dtype: str) -> str:
