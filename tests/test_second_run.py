@@ -7,13 +7,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import fuzzharness.execution.second_run  # noqa: F401  (registers the emulation check)
 import fuzzharness.testing.injected_faults  # noqa: F401  (registers the fault workloads)
 from fuzzharness.core.case import Case
 from fuzzharness.core.tvm_support import trace_to_json
 from fuzzharness.core.verdict import Status
-from fuzzharness.execution.second_run import Check, combine
 from fuzzharness.execution.stages import execute
 from fuzzharness.oracles.bounds import Expected
+from fuzzharness.oracles.checks import CheckResult as Check
+from fuzzharness.oracles.checks import combine
 from fuzzharness.oracles.compare import Judgement, judge
 
 

@@ -60,6 +60,10 @@ class Registry(Generic[T]):
             raise ValueError(f"{self.kind} {name!r} registered twice")
         self._items[name] = _Lazy(path)
 
+    def remove(self, name: str) -> None:
+        """Unregister ``name`` (a plugin unloaded, a test's own entry); unknown: no-op."""
+        self._items.pop(name, None)
+
     def __getitem__(self, name: str) -> T:
         try:
             obj = self._items[name]

@@ -13,7 +13,8 @@ judging are cheap — about 180 ms against 3 ms per case):
             Its seed comes from the case id, so a case's second inputs never change and the
             generator's draws — hence every case id — stay what they were.
 
-Each run is judged by two references:
+Each run is judged by every registered check (:mod:`fuzzharness.oracles.checks`; a plugin
+adds its own), built in the two references:
 
 ``bound``      the float64 reference with its error bound (:mod:`fuzzharness.oracles.bounds`, exact
                mode where the case asks for it) — sound for every schedule *and* every legal
@@ -38,7 +39,7 @@ Each run is judged by two references:
                another order or keep a wider accumulator (and a future release may) — so
                this check is ``strict``: its failure alone does not fail the case.
 
-:func:`combine` makes one judgement of the checks: a failing non-strict check fails the case
+:func:`fuzzharness.oracles.checks.combine` makes one judgement of the checks: a failing non-strict check fails the case
 (a bound failure is reported before a bitwise one: its ratio says more); otherwise a failing
 strict check makes the case ``order_preserving_divergence``, a note (failing a campaign only
 with ``--strict-order``): the output is within the bound and, where an exact run exists, the
@@ -60,33 +61,20 @@ from fuzzharness.core.verdict import Status
 from fuzzharness.execution.emulate import Unsupported, emulate, target_cpu
 from fuzzharness.generators.inputs import make_inputs
 from fuzzharness.oracles import target_math
-from fuzzharness.oracles.compare import Judgement, judge
+from fuzzharness.oracles.checks import (
+    CheckBase,
+    CheckResult,
+    RunData,
+    baseline_judge,
+    combine,
+    judge_all,
+    register_check,
+)
+from fuzzharness.oracles.compare import Judgement
 from fuzzharness.oracles.program import Numerics
 
-FAILED = frozenset({Status.WRONG_RESULT, Status.NAN_INF})
 #: the second run's seed: case-id hex digits not used by fuzzharness.oracles.metamorphic.sample_point
 SEED_DIGITS = slice(8, 16)
-
-
-@dataclasses.dataclass
-class Check:
-    run: str  # "first" / "second"
-    reference: str  # "bound" / "emulation"
-    judgement: Judgement
-    complete: bool  # every element judged (bound: none unbounded; emulation: all determined)
-    note: str = ""  # what the check covered, for the verdict's details
-    #: a same-order claim that a legal lowering may break: its failure is a note, not a failure
-    strict: bool = False
-    ordered: bool = True  # emulation: same order (True) or order-independent elements (False)
-
-    def to_dict(self) -> dict[str, Any]:
-        j = self.judgement
-        d = {"run": self.run, "reference": self.reference, "status": j.status.value,
-             "ratio": j.ratio, "complete": self.complete, "note": self.note}
-        if self.reference == "emulation":
-            d["mode"] = "same order" if self.ordered else "order-independent"
-            d["strict"] = self.strict
-        return d
 
 
 # -- the second input set -------------------------------------------------------------------
@@ -162,85 +150,43 @@ WHY = {True: "the schedule keeps every element's operations and their order",
        False: "every partial sum of these elements is exact in its accumulator, whatever the order"}
 
 
-def emulation_check(run: str, func, inputs, outputs, target, order,
-                    exact_inputs: bool = False) -> tuple[Check | None, str]:
-    """The emulation's check of one run (None and the reason when it does not apply); see
-    the module docstring for the two modes."""
-    if target_cpu(target) is None:
-        return None, f"no arithmetic model for target kind {target.get('kind')}"
-    if order.spatial_kept and (exact_inputs or (run == "second" and not order.preserved)):
-        ordered = False
-    elif order.preserved:
-        ordered = True
-    else:
-        return None, "the schedule changes more than accumulation orders"
-    if not all(np.isfinite(np.asarray(x).astype(np.float64)).all() for x in inputs.values()):
-        return None, "special-value inputs"
-    try:
-        em = emulate(func, inputs, target, ordered=ordered)
-    except Unsupported as e:
-        return None, f"not emulated: {e}"
-    j, det, total = bitwise_judgement(em, outputs, WHY[ordered])
-    if det == 0:
-        return None, "no element is order-independent"
-    note = f"{det}/{total} elements bitwise" + (" (either multiply-add variant)"
-                                                 if any(len(v) > 1 for v in em.variants.values()) else "")
-    return Check(run, "emulation", j, det == total, note, strict=ordered, ordered=ordered), ""
+@register_check
+class EmulationCheck(CheckBase):
+    """The program's own arithmetic in its own dtypes (see the module docstring for the two
+    modes); llvm targets, finite inputs, programs the interpreter understands."""
 
+    name = "emulation"
+    precedence = 10
 
-# -- one judgement of all checks ----------------------------------------------------------------
+    def judge(self, data: RunData) -> CheckResult | str:
+        target, order = data.case.target, data.order
+        if target_cpu(target) is None:
+            return f"no arithmetic model for target kind {target.get('kind')}"
+        if order.spatial_kept and (data.exact_inputs or (data.run == "second" and not order.preserved)):
+            ordered = False
+        elif order.preserved:
+            ordered = True
+        else:
+            return "the schedule changes more than accumulation orders"
+        if not all(np.isfinite(np.asarray(x).astype(np.float64)).all() for x in data.inputs.values()):
+            return "special-value inputs"
+        try:
+            em = emulate(data.func, data.inputs, target, ordered=ordered)
+        except Unsupported as e:
+            return f"not emulated: {e}"
+        j, det, total = bitwise_judgement(em, data.outputs, WHY[ordered])
+        if det == 0:
+            return "no element is order-independent"
+        note = f"{det}/{total} elements bitwise" + (" (either multiply-add variant)"
+                                                     if any(len(v) > 1 for v in em.variants.values()) else "")
+        return CheckResult(data.run, self.name, j, det == total, note, strict=ordered, ordered=ordered,
+                           extra={"mode": "same order" if ordered else "order-independent",
+                                  "strict": ordered})
 
-
-def bound_check(run: str, judgement: Judgement) -> Check:
-    return Check(run, "bound", judgement, judgement.status is not Status.INCONCLUSIVE
-                 and judgement.inconclusive is None)
-
-
-def combine(checks: list[Check]) -> tuple[Judgement, Check | None]:
-    """The case's judgement and the check that decided it (see the module docstring).
-
-    Order of precedence among failures: bound before emulation, first run before second;
-    strict checks only when nothing else failed (then the status is a note).
-    """
-    rank = {("bound", "first"): 0, ("bound", "second"): 1, ("emulation", "first"): 2,
-            ("emulation", "second"): 3}
-    failed = sorted((c for c in checks if c.judgement.status in FAILED),
-                    key=lambda c: (c.strict, rank[(c.reference, c.run)]))
-    first = next(c for c in checks if c.run == "first" and c.reference == "bound")
-    if failed and not failed[0].strict:
-        return failed[0].judgement, failed[0]
-    if failed:
-        bound = next(c for c in checks if c.run == failed[0].run and c.reference == "bound")
-        return _divergence(failed[0], bound, checks), failed[0]
-    judged_runs = {c.run for c in checks if c.complete}
-    if judged_runs:
-        j = dataclasses.replace(first.judgement, status=Status.PASS)
-        if not first.complete:  # say what the bound could not judge, and what judged it instead
-            deciding = next(c for c in checks if c.complete)
-            j.message = (f"{first.judgement.inconclusive or 'the bound cannot judge every element'}"
-                         f"; judged bitwise instead ({deciding.run} run: {deciding.note})")
-        return j, None
-    return first.judgement, None
-
-
-def _divergence(strict: Check, bound: Check, checks: list[Check]) -> Judgement:
-    """The note of a same-order emulation check that failed while nothing else did."""
-    if bound.judgement.status is Status.PASS and bound.complete:
-        within = f"within the error bound (error/bound {bound.judgement.ratio:.3g})"
-    else:
-        within = "the bound cannot judge every element"
-    independent = [c for c in checks if c.reference == "emulation" and not c.ordered]
-    if independent:
-        exact = (f"the exact-input run agrees bit for bit on its order-independent elements "
-                 f"({independent[0].note})")
-    else:
-        exact = "no exact-input run could check order-independent elements"
-    # the bound's numbers (the emulation's ratio is inf for any difference), the emulation's words
-    j = dataclasses.replace(bound.judgement, status=Status.ORDER_PRESERVING_DIVERGENCE)
-    j.message = (f"{strict.judgement.message}; but the output is {within} and {exact}: a legal "
-                 "summation order or wider accumulator in TVM's lowering would give this too "
-                 "— a note, failing the campaign only with --strict-order")
-    return j
+    def judge_baseline(self, data, result, baseline):
+        # the baseline is the unscheduled program, judged in the mode of the check that failed
+        em = emulate(data.func, data.inputs, data.case.target, ordered=result.ordered)
+        return bitwise_judgement(em, baseline, WHY[result.ordered])[0]
 
 
 @dataclasses.dataclass
@@ -248,7 +194,7 @@ class Runs:
     """What :func:`judge_runs` tells the pipeline."""
 
     judgement: Judgement
-    checks: list[Check]
+    checks: list[CheckResult]
     bitwise_first: bool  # the first run was judged bitwise in full (the baseline adds nothing)
     failing_inputs: dict[str, np.ndarray] | None  # inputs of the failing run, when the second
     base_judge: Any  # baseline outputs -> Judgement, by the check that decided (see conclude)
@@ -256,54 +202,34 @@ class Runs:
 
 
 def judge_runs(workload, case, func, order, expected, inputs, outputs, second) -> Runs:
-    """Judge both runs by both references (see the module docstring).
+    """Judge both runs by every registered check (see the module docstring).
 
     ``expected``: the first run's references (bound or exact mode, as the case asks);
     ``second``: ``(label, inputs, outputs)`` of the second run, or None.
     """
-    checks = [bound_check("first", judge(expected, outputs))]
     details: dict[str, Any] = {}
-    runs = {"first": (inputs, outputs, expected)}
+    runs = {"first": RunData("first", case, func, order, inputs, outputs, expected,
+                             case.oracle.get("mode") == "exact")}
     if second is not None:
         label, inputs2, outputs2 = second
         with np.errstate(all="ignore"), target_math.applied(case.target):
             expected2 = workload.reference(case.params, inputs2, Numerics(func, case.target))
-        runs["second"] = (inputs2, outputs2, expected2)
-        checks.append(bound_check("second", judge(expected2, outputs2)))
+        runs["second"] = RunData("second", case, func, order, inputs2, outputs2, expected2,
+                                 label == "exact")
         details["second_run"] = {"inputs": label, "seed": second_seed(case.id)}
-    skipped = {}
-    exact_runs = {"first": case.oracle.get("mode") == "exact",
-                  "second": second is not None and second[0] == "exact"}
-    for run, (ins, outs, _) in runs.items():
-        check, why = emulation_check(run, func, ins, outs, case.target, order, exact_runs[run])
-        if check is not None:
-            checks.append(check)
-        else:
-            skipped[run] = why
-    judgement, deciding = combine(checks)
-    details["checks"] = [c.to_dict() for c in checks]
-    if skipped:
-        details["emulation_skipped"] = skipped
+    results, skipped = judge_all(runs)
+    judgement, deciding = combine(results)
+    details["checks"] = [c.to_dict() for c in results]
+    for name, why in skipped.items():
+        details[f"{name}_skipped"] = why
     bitwise_first = any(c.run == "first" and c.reference == "emulation" and c.complete
-                        and c.judgement.status is Status.PASS for c in checks)
+                        and c.judgement.status is Status.PASS for c in results)
     if deciding is not None and deciding.strict:  # a note: the baseline is judged by the bound
         details["note_by"] = f"emulation, same order ({deciding.run} run)"
         deciding = None
-    run = deciding.run if deciding is not None else "first"
-    ins, _, exp = runs[run]
-    if deciding is not None and deciding.reference == "emulation":
-        ordered = deciding.ordered
-
-        def base_judge(baseline):
-            # the baseline is the unscheduled program, judged by the check that failed
-            em = emulate(func, ins, case.target, ordered=ordered)
-            return bitwise_judgement(em, baseline, WHY[ordered])[0]
-    else:
-        def base_judge(baseline):
-            return judge(exp, baseline)
     if deciding is not None:
         details["decided_by"] = f"{deciding.reference} ({deciding.run} run)"
         if deciding.reference == "emulation":
             details["emulation_ordered"] = deciding.ordered
-    return Runs(judgement, checks, bitwise_first, ins if run == "second" else None, base_judge,
-                details)
+    failing = runs["second"].inputs if deciding is not None and deciding.run == "second" else None
+    return Runs(judgement, results, bitwise_first, failing, baseline_judge(runs, deciding), details)
