@@ -96,3 +96,32 @@ def test_builtin_executors_and_case_kinds_are_registered_by_name():
     assert kind_name({"workload": {"name": "graph"}}) == "relax"
     assert kind_name({"workload": {"name": "matmul"}}) == "tir"
     assert kind_name(None) == "tir"
+
+
+@pytest.mark.slow
+def test_a_primitive_registered_from_outside_is_drawn_and_judged(tmp_path):
+    """A plugin primitive (tests/plugins/toy_primitive.py, loaded by $FUZZHARNESS_PLUGINS)
+    joins the registry: `--primitives toy_mark,split` draws it, its steps are in the stored
+    traces and every case ends in a verdict; without the plugin the name is a usage error."""
+    import json
+    import os
+    import sqlite3
+
+    from tests.conftest import ROOT, run_cli
+
+    env = {**os.environ, "FUZZHARNESS_PLUGINS": "tests.plugins.toy_primitive",
+           "PYTHONPATH": str(ROOT)}
+    out = tmp_path / "camp"
+    r = run_cli("run", out, "--max-cases", 6, "--workers", 1, "--seed", 4, "--primitives",
+                "toy_mark,split", "--workloads", "matmul,row_sum", "--target", "llvm",
+                "--minimize-budget", 0, "-q",
+                env=env)
+    assert r.returncode in (0, 1), r.stderr[-2000:]
+    with sqlite3.connect(out / "results.sqlite") as db:
+        rows = db.execute("SELECT status, case_json FROM results").fetchall()
+    assert len(rows) == 6 and all(s == "pass" for s, _ in rows), [s for s, _ in rows]
+    marked = [c for _, c in rows if '"toy_mark"' in json.dumps(json.loads(c)["schedule"])]
+    assert marked, "the plugin primitive was never drawn"
+    bare = {k: v for k, v in os.environ.items() if k != "FUZZHARNESS_PLUGINS"}
+    r = run_cli("run", tmp_path / "bare", "--max-cases", 1, "--primitives", "toy_mark", env=bare)
+    assert r.returncode == 2 and "toy_mark" in r.stderr, r.stderr[-1000:]
