@@ -139,3 +139,42 @@ if __name__ == "__main__":
         result = lint_imports(installed_layout(Path(tmp)))
     print(result.stdout + result.stderr)
     sys.exit(result.returncode)
+
+
+# -- the case-kind seam: generic code asks the kind's protocol, never a kind's modules ----------
+def kind_bypasses(files) -> list[str]:
+    """Imports of a kind's own modules (``fuzzharness.kinds.<kind>...``) from outside
+    ``fuzzharness/kinds/``, and comparisons of ``kind_name(...)`` with a kind's name: code
+    that goes around :mod:`fuzzharness.core.kinds` (its protocols, one per layer)."""
+    import ast
+
+    hits = []
+    for path in files:
+        path = Path(path)
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            mods = [node.module] if isinstance(node, ast.ImportFrom) and node.module else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            for m in mods:
+                if m.startswith("fuzzharness.kinds."):
+                    hits.append(f"{path.name}:{node.lineno}: imports {m}")
+            if isinstance(node, ast.Compare) and isinstance(node.left, ast.Call) \
+                    and getattr(node.left.func, "id", "") == "kind_name" \
+                    and any(isinstance(c, ast.Constant) for c in node.comparators):
+                hits.append(f"{path.name}:{node.lineno}: kind_name(...) compared with a kind")
+    return hits
+
+
+def test_generic_code_goes_through_the_kind_protocols():
+    pkg = ROOT / "fuzzharness"
+    files = [p for p in pkg.rglob("*.py") if (pkg / "kinds") not in p.parents]
+    assert kind_bypasses(files) == []
+
+
+def test_a_kind_bypass_is_reported(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("from fuzzharness.kinds.tir.pass_bisect import PASS_WRAPPERS\n"
+                   "from fuzzharness.core.kinds import kind_name\n"
+                   "if kind_name(case) == 'tir':\n    pass\n")
+    assert kind_bypasses([bad]) == ["bad.py:1: imports fuzzharness.kinds.tir.pass_bisect",
+                                    "bad.py:3: kind_name(...) compared with a kind"]

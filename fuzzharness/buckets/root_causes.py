@@ -65,8 +65,7 @@ import json
 from typing import Any
 
 from fuzzharness.buckets.signatures import Signature
-from fuzzharness.core.kinds import kind_name
-from fuzzharness.core.traces import primitive_sequence
+from fuzzharness.core.kinds import bucket_kind
 
 #: symptoms folded into one class for root causes
 WRONG_OUTPUT = "wrong_output"
@@ -360,17 +359,14 @@ def root_cause(case: dict[str, Any] | None, sig: Signature, culprit: str | None 
     if sig.symptom == "reference_mismatch":
         return RootCause(sig.symptom, sig.stage, options=options_of(case), culprit=culprit or "",
                          workload=sig.workload, dtype=sig.dtype)
-    if kind_name(case) == "tir":
-        prims = primitive_sequence(((case or {}).get("schedule") or {}).get("trace"))
-    else:  # a graph: its per-function schedule primitives, else its operators
-        prims = _graph_primitives(case, sig)
+    prims = bucket_kind(case).root_cause_primitives(case, sig)
     symptom = symptom_class(sig)
     stage = "run" if symptom == MEMORY_CRASH else sig.stage  # whichever stage noticed it
     return RootCause(symptom, stage, prims, options_of(case), tuple(sig.facts), culprit or "",
                      step=step, step_facts=tuple(step_facts), step_site=tuple(step_site))
 
 
-def _graph_primitives(case: dict[str, Any] | None, sig: Signature) -> tuple[str, ...]:
+def graph_schedule_primitives(case: dict[str, Any] | None, sig: Signature) -> tuple[str, ...]:
     """A graph's schedule primitives without its operators (a merge on a softmax and one on
     a gelu are one bug: measured, 3 fewer root causes on the held-out seed, no merges),
     or the operators when no schedule primitive is left (the default pipeline on them)."""

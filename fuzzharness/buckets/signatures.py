@@ -45,7 +45,7 @@ import json
 import re
 from typing import Any
 
-from fuzzharness.core.kinds import kind_of
+from fuzzharness.core.kinds import bucket_kind
 from fuzzharness.core.verdict import FINDINGS, NOTES, Status, Verdict
 
 #: statuses that get a bucket: TVM findings, and harness errors (reported apart, never as TVM's)
@@ -210,7 +210,7 @@ def signature(case: dict[str, Any] | None, verdict: Verdict) -> Signature | None
         detail = normalize_message(d["fatal"])
     if kind == "out_of_memory" and verdict.status is Status.HARNESS_ERROR:
         detail = ""  # which harness allocation failed is noise; the stage says enough
-    primitives = kind_of(case).bucket_primitives(case, verdict.status.value)
+    primitives = bucket_kind(case).bucket_primitives(case, verdict.status.value)
     return Signature(
         symptom=verdict.status.value,
         stage=verdict.stage.value,

@@ -122,15 +122,15 @@ def pipeline_passes() -> list[str]:
     import tvm
     from tvm.ir.instrument import pass_instrument
 
+    from fuzzharness.core.tvm_support import PASS_WRAPPERS
     from fuzzharness.generators.workloads import workloads
-    from fuzzharness.kinds.tir.pass_bisect import WRAPPERS
 
     seen: list[str] = []
 
     @pass_instrument
     class Recorder:
         def run_before_pass(self, mod, info):
-            if info.name not in WRAPPERS and info.name not in seen:
+            if info.name not in PASS_WRAPPERS and info.name not in seen:
                 seen.append(info.name)
 
     func = workloads["row_sum"].prim_func({"M": 2, "N": 3, "dtype": "float32"})

@@ -177,7 +177,7 @@ def check_case(case, where: str = "case") -> None:
     built from the parameters, the trace has the shape TVM writes)."""
     from fuzzharness.backends import backends
     from fuzzharness.core.case import CaseFormatError
-    from fuzzharness.core.kinds import kind_of
+    from fuzzharness.core.kinds import run_kind
     from fuzzharness.generators.inputs import distributions
     from fuzzharness.generators.workloads import workloads
 
@@ -192,6 +192,6 @@ def check_case(case, where: str = "case") -> None:
         raise CaseFormatError(f"{where}: 'schedule' must be an object")
     if not isinstance(case.pass_config, dict) or not isinstance(case.oracle, dict):
         raise CaseFormatError(f"{where}: 'pass_config' and 'oracle' must be objects")
-    problem: Any = kind_of(case).check_case(case)
+    problem: Any = run_kind(case).check_case(case)
     if problem:
         raise CaseFormatError(f"{where} is not a valid case: {problem}")

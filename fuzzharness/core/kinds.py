@@ -3,10 +3,13 @@
 A case is either a **TIR** case (one PrimFunc of a registered workload, scheduled by one
 trace) or a **Relax** case (a whole Relax graph, ``workload["name"] == "graph"``, compiled
 through TVM's Relax pipeline, each fused PrimFunc with its own trace).  Everything that
-differs between the two lives behind :class:`CaseKind`, one implementation per kind
-(:mod:`fuzzharness.kinds.tir`, :mod:`fuzzharness.kinds.relax`); the execution stages, the
-bucket signatures, the minimizer, the repro writer and the issue text ask
-:func:`kind_of` and never branch on the workload themselves.
+differs between the two lives behind one small protocol per layer — :class:`RunKind`
+(execution), :class:`BucketKind` (buckets, root causes), :class:`ShrinkKind` (the minimizer
+and its lanes), :class:`ReproKind` (the script), :class:`IssueKind` (the issue text) — which
+each kind implements together as a :class:`CaseKind` (:mod:`fuzzharness.kinds.tir`,
+:mod:`fuzzharness.kinds.relax`).  A layer asks for its own protocol (:func:`run_kind`,
+:func:`bucket_kind`, :func:`shrink_kind`, :func:`repro_kind`, :func:`issue_kind`) and never
+imports a kind's modules or branches on the workload itself (``tests/test_layers.py``).
 
 Kinds are registered by dotted name (:data:`kinds`) and imported on first use: this module
 sits in the bottom layer and names implementations that live in the top one (they use the
@@ -42,30 +45,11 @@ Propose = Callable[["Case"], list["Case"]]
 FirstInteresting = Callable[[list["Case"]], "Case | None"]
 
 
-class CaseKind:
-    """What one kind of case provides to every layer (see the module docstring).
-
-    Execution
-        :meth:`run` — the stages of one :class:`~fuzzharness.execution.stages.Execution`;
-        :meth:`check_case` — is a user's case file a valid case of this kind.
-    Buckets
-        :meth:`bucket_primitives` — what a wrong answer's bucket key lists.
-    Minimizer
-        :attr:`size_unit`, :meth:`size`, :meth:`minimize_schedule` (ddmin over the
-        schedule), :meth:`simplifications` (the kind's own passes, run before the generic
-        ``params`` / ``inputs`` / ``options`` ones).
-    Repro and issue text
-        :meth:`write_script`, :meth:`bisect_passes`, :attr:`tag`, :meth:`describe`,
-        :meth:`issue_primitives`, :meth:`error_title`, :meth:`expected_behaviour`,
-        :meth:`program_excerpt`, :meth:`hints`.
-    """
+class RunKind:
+    """Execution: how a case of this kind runs (:mod:`fuzzharness.execution`)."""
 
     name: str = ""
-    tag: str = ""  # in issue titles: "[TIR]", "[Relax]"
-    size_unit: str = ""
-    no_schedule: str = ""  # what an issue title says when no primitive is involved
 
-    # -- execution ------------------------------------------------------------------------------
     def run(self, execution, result) -> None:
         """Run the case's stages through ``execution.stage``; set ``result.verdict`` last."""
         raise NotImplementedError
@@ -76,11 +60,24 @@ class CaseKind:
         before the case does, so that garbage is a usage error and never a TVM finding."""
         return None
 
-    # -- buckets --------------------------------------------------------------------------------
+
+class BucketKind:
+    """Buckets and root causes (:mod:`fuzzharness.buckets`): which primitives a key lists."""
+
     def bucket_primitives(self, case: dict[str, Any], status: str) -> tuple[str, ...]:
         raise NotImplementedError
 
-    # -- minimizer ------------------------------------------------------------------------------
+    def root_cause_primitives(self, case: dict[str, Any] | None, sig: Any) -> tuple[str, ...]:
+        """The schedule primitives a root cause of a wrong answer lists (``sig``: its
+        :class:`~fuzzharness.buckets.signatures.Signature`)."""
+        raise NotImplementedError
+
+
+class ShrinkKind:
+    """The minimizer (:mod:`fuzzharness.minimize`) and its lanes."""
+
+    size_unit: str = ""
+
     def size(self, case: Case) -> int:
         raise NotImplementedError
 
@@ -91,7 +88,32 @@ class CaseKind:
     def simplifications(self) -> list[tuple[str, Propose]]:
         raise NotImplementedError
 
-    # -- repro and issue text -------------------------------------------------------------------
+    def probed_trace(self, case: Case) -> tuple[str, Any] | None:
+        """(the scheduled function's name, its trace) that the step probe cuts, or None."""
+        raise NotImplementedError
+
+    def one_function_cases(self, case: Case) -> list[Case]:
+        """The case once per scheduled function, only that function's schedule kept, when
+        it has several ([] otherwise)."""
+        return []
+
+    def program_and_trace(self, case: Case) -> tuple[Any, Any]:
+        """The unscheduled PrimFunc the probed trace applies to, and that trace ((None,
+        None) when there is none)."""
+        raise NotImplementedError
+
+    def generation_failure_case(self, choices: list[Any], generation: Any,
+                                origin: dict[str, Any], verdict: Verdict | None
+                                ) -> tuple[Case, str]:
+        """A failure while a case was drawn (no case was stored): the case before the failing
+        schedule call, and that call as a line; raises ``NotReproducible`` when it cannot
+        be captured.  Asked of :func:`kind_of` (None): the kind that draws schedules."""
+        raise NotImplementedError
+
+
+class ReproKind:
+    """The repro writer (:mod:`fuzzharness.repro.package`): the script and its pass probe."""
+
     def write_script(self, case: Case, verdict: Verdict, **kwargs: Any) -> Any:
         raise NotImplementedError
 
@@ -99,11 +121,22 @@ class CaseKind:
         """Which lowering pass makes the difference (None: this kind is not probed)."""
         return None
 
+
+class IssueKind:
+    """The issue text (:mod:`fuzzharness.repro.issue`)."""
+
+    tag: str = ""  # in issue titles: "[TIR]", "[Relax]"
+    no_schedule: str = ""  # what an issue title says when no primitive is involved
+
     def describe(self, case: Case) -> str:
         raise NotImplementedError
 
     def issue_primitives(self, case: Case) -> list[str]:
         raise NotImplementedError
+
+    def culprit_calls(self, case: Case) -> list[str]:
+        """The schedule calls an issue names as the likely culprits ([]: none)."""
+        return []
 
     def error_title(self, verdict: Verdict, prims: str, where: str, msg: str,
                     raised_in: str | None) -> str:
@@ -122,6 +155,13 @@ class CaseKind:
         raise NotImplementedError
 
 
+class CaseKind(RunKind, BucketKind, ShrinkKind, ReproKind, IssueKind):
+    """One kind of case: the small protocols of every layer, implemented together (see the
+    module docstring).  A layer asks for its own protocol (:func:`run_kind`,
+    :func:`bucket_kind`, :func:`shrink_kind`, :func:`repro_kind`, :func:`issue_kind`) and
+    sees only its methods."""
+
+
 kinds: Registry[CaseKind] = Registry("case kind")
 kinds.add_lazy("tir", "fuzzharness.kinds.tir:KIND")
 kinds.add_lazy("relax", "fuzzharness.kinds.relax:KIND")
@@ -137,3 +177,23 @@ def kind_name(case: Case | dict[str, Any] | None) -> str:
 
 def kind_of(case: Case | dict[str, Any] | None) -> CaseKind:
     return kinds[kind_name(case)]
+
+
+def run_kind(case: Case | dict[str, Any] | None) -> RunKind:
+    return kind_of(case)
+
+
+def bucket_kind(case: Case | dict[str, Any] | None) -> BucketKind:
+    return kind_of(case)
+
+
+def shrink_kind(case: Case | dict[str, Any] | None) -> ShrinkKind:
+    return kind_of(case)
+
+
+def repro_kind(case: Case | dict[str, Any] | None) -> ReproKind:
+    return kind_of(case)
+
+
+def issue_kind(case: Case | dict[str, Any] | None) -> IssueKind:
+    return kind_of(case)

@@ -14,6 +14,8 @@ from typing import Any
 from fuzzharness.core import warmup
 from fuzzharness.core.version import __version__
 
+#: pass-manager wrappers a pass instrument sees, not passes
+PASS_WRAPPERS = frozenset({"_pipeline", "sequential", "tirx.Filter", "tirx.BindTarget"})
 
 def tvm():
     import tvm as _tvm

@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from fuzzharness.core.case import Case
-from fuzzharness.core.kinds import kind_of
+from fuzzharness.core.kinds import run_kind
 from fuzzharness.core.tvm_support import blame_tvm, is_schedule_error
 from fuzzharness.core.verdict import Stage, Status, Verdict
 from fuzzharness.execution import rejections
@@ -111,7 +111,7 @@ class Execution:
     def run(self) -> CaseRun:
         result = CaseRun(Verdict(Status.HARNESS_ERROR, Stage.GENERATE))
         try:
-            kind_of(self.case).run(self, result)
+            run_kind(self.case).run(self, result)
         except StageFailed as failed:
             result.verdict = failed.verdict
         if self.features is not None:  # the census goes with every verdict reached after lowering

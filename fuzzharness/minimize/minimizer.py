@@ -35,7 +35,7 @@ from typing import Any
 
 from fuzzharness.buckets.signatures import Signature
 from fuzzharness.core.case import Case
-from fuzzharness.core.kinds import kind_of
+from fuzzharness.core.kinds import shrink_kind
 from fuzzharness.core.verdict import Verdict
 from fuzzharness.minimize import DEFAULT_BUDGET, passes
 from fuzzharness.minimize import hypothesis_shrink as hs
@@ -250,7 +250,7 @@ def shrink_passes(case: Case, ev: Evaluator, result: MinimizeResult) -> list[Shr
 
     stop = ev.out_of_time
     seen: set[str] = set()  # shared: no candidate is proposed twice (passes.greedy)
-    kind = kind_of(case)
+    kind = shrink_kind(case)
 
     def greedy(propose):
         return lambda c: passes.greedy(c, propose, first, stop, seen)

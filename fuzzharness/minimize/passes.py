@@ -32,7 +32,7 @@ from itertools import combinations
 from typing import Any
 
 from fuzzharness.core.case import Case
-from fuzzharness.core.kinds import kind_of
+from fuzzharness.core.kinds import shrink_kind
 from fuzzharness.generators.workloads import workloads
 from fuzzharness.minimize import trace_edit
 from fuzzharness.minimize.ddmin import ddmin
@@ -124,11 +124,11 @@ def ddmin_trace(case: Case, get: Callable[[Case], Any], put: Callable[[Case, Any
 def size(case: Case) -> int:
     """How big a case is for the minimizer's report, in its kind's unit (trace instructions;
     for a Relax graph case, graph nodes plus the instructions of every function's trace)."""
-    return kind_of(case).size(case)
+    return shrink_kind(case).size(case)
 
 
 def size_unit(case: Case | None) -> str:
-    return kind_of(case).size_unit
+    return shrink_kind(case).size_unit
 
 
 def replay_fixer(stage: str) -> Fix:

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from fuzzharness.buckets.root_causes import MEMORY_CRASH, WRONG_OUTPUT, symptom_class
 from fuzzharness.buckets.signatures import Signature, signature
 from fuzzharness.core.case import Case
-from fuzzharness.core.kinds import kind_name
+from fuzzharness.core.kinds import shrink_kind
 from fuzzharness.core.traces import primitive_sequence
 from fuzzharness.core.verdict import Status, Verdict
 from fuzzharness.minimize import trace_edit
@@ -47,25 +47,13 @@ from fuzzharness.minimize.step_site import site_facts
 def probed_trace(case: Case) -> tuple[str, object] | None:
     """(the scheduled function's name, its trace) of the trace the probe cuts: a TIR case's
     (name ``""``), a graph's single scheduled function's; None when there is none."""
-    if kind_name(case.to_dict()) == "tir":
-        return ("", case.trace) if case.trace else None
-    functions = (case.schedule or {}).get("functions") or {}
-    if len(functions) != 1:
-        return None
-    (name, entry), = functions.items()
-    return (name, entry.get("trace")) if entry.get("trace") else None
+    return shrink_kind(case).probed_trace(case)
 
 
 def one_function_cases(case: Case) -> list[Case]:
     """A graph whose schedule spans several functions, once per scheduled function with only
     that function's schedule kept; [] for a TIR case or a graph with fewer than two."""
-    if kind_name(case.to_dict()) == "tir":
-        return []
-    functions = (case.schedule or {}).get("functions") or {}
-    names = [n for n, e in functions.items() if primitive_sequence(e.get("trace") or [])]
-    if len(names) < 2:
-        return []
-    return [case.replace(schedule=dict(case.schedule, functions={n: functions[n]})) for n in names]
+    return shrink_kind(case).one_function_cases(case)
 
 
 def probeable(case: Case) -> bool:

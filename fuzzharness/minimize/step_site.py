@@ -44,7 +44,7 @@ from __future__ import annotations
 from typing import Any
 
 from fuzzharness.core.case import Case
-from fuzzharness.core.kinds import kind_name
+from fuzzharness.core.kinds import shrink_kind
 from fuzzharness.generators.schedules.site_classes import SITE_FACTS, site_classes
 from fuzzharness.minimize import trace_edit
 
@@ -84,19 +84,4 @@ def program_and_trace(case: Case) -> tuple[object, object]:
     """The unscheduled PrimFunc the probed trace applies to, and that trace ((None, None)
     when the case has none): a TIR workload's function, or a graph's fused function as
     its schedule found it (legalized the way the case's run legalizes it)."""
-    from fuzzharness.generators.workloads import workloads
-
-    if kind_name(case.to_dict()) == "tir":
-        return (workloads[case.workload_name].prim_func(case.params), case.trace) if case.trace \
-            else (None, None)
-    functions = (case.schedule or {}).get("functions") or {}
-    if len(functions) != 1:
-        return None, None
-    from fuzzharness.core.relax_pipeline import graph_target, legalize, prim_functions
-    from fuzzharness.generators.graphs.program import build_module
-    from fuzzharness.generators.graphs.spec import Graph
-
-    (name, entry), = functions.items()
-    mod = legalize(build_module(Graph.from_dict(case.params)), graph_target(case.target),
-                   case.schedule.get("layout"))
-    return prim_functions(mod).get(name), entry.get("trace")
+    return shrink_kind(case).program_and_trace(case)

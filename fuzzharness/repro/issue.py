@@ -20,7 +20,7 @@ from typing import Any
 from fuzzharness.buckets.root_causes import SCHEDULE_CULPRIT
 from fuzzharness.buckets.signatures import Signature, salient_line
 from fuzzharness.core.case import Case
-from fuzzharness.core.kinds import kind_of
+from fuzzharness.core.kinds import issue_kind
 from fuzzharness.core.verdict import Verdict
 
 MAX_OUTPUT_LINES = 40
@@ -29,7 +29,7 @@ MAX_OUTPUT_LINES = 40
 def primitives(case: Case) -> list[str]:
     """Schedule primitives the case applies (for a graph: over all its fused functions, plus
     ``convert_layout`` / ``dlight`` / ``metaschedule`` where its mode uses them)."""
-    return kind_of(case).issue_primitives(case)
+    return issue_kind(case).issue_primitives(case)
 
 
 def short_message(message: str, limit: int = 100) -> str:
@@ -57,9 +57,9 @@ def title(case: Case, verdict: Verdict, failing_call: str | None = None,
       wrong, so the primitives either applied to a case they do not support — "should raise a
       ScheduleError" — or transformed it incorrectly;
     * not probed: what went wrong after which calls, and (for a schedule) the first sentence."""
-    kind = kind_of(case)
+    kind = issue_kind(case)
     tag = kind.tag
-    calls = kind.culprit_calls(case) if hasattr(kind, "culprit_calls") else []
+    calls = kind.culprit_calls(case)
     prims = " + ".join(calls) or ", ".join(primitives(case)) or kind.no_schedule
     if failing_call:
         prims = failing_call.split("(", 1)[0]
@@ -121,7 +121,7 @@ def out_of_bounds(verdict: Verdict) -> str:
 def _expected_text(case: Case, verdict: Verdict, exact: bool) -> str:
     status = verdict.status.value
     refuse = ("or the schedule should be refused with a `ScheduleError` when it is not valid")
-    if (own := kind_of(case).expected_behaviour(case, verdict, exact)) is not None:
+    if (own := issue_kind(case).expected_behaviour(case, verdict, exact)) is not None:
         return own
     if status in ("wrong_result", "nan_inf"):
         how = ("exactly equal to the float64 reference: the inputs are small integers, so every "
@@ -204,7 +204,7 @@ def issue_markdown(*, case: Case, verdict: Verdict, bucket: str, signature: Sign
         out += ["Save the script below as `repro.py` and run `python repro.py` (it needs only tvm "
                 "and numpy).  It exits with status 1 while the bug reproduces and 0 once it is "
                 "fixed.", "", "The program and the schedule it applies:", "",
-                _fence(kind_of(case).program_excerpt(script_text, schedule_lines, failing_call),
+                _fence(issue_kind(case).program_excerpt(script_text, schedule_lines, failing_call),
                        "python")]
     out += [
         "",
@@ -223,7 +223,7 @@ def issue_markdown(*, case: Case, verdict: Verdict, bucket: str, signature: Sign
         "",
         f"- schedule primitives involved: {', '.join(f'`{p}`' for p in prims) or 'none'}",
     ]
-    out += kind_of(case).hints(case, triage)
+    out += issue_kind(case).hints(case, triage)
     if not minimized and case.origin.get("minimized_from"):
         out.append(f"- found by tvm-fuzzharness and minimized from case "
                    f"`{case.origin['minimized_from']}`")

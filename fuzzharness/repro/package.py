@@ -19,7 +19,7 @@ from typing import Any
 from fuzzharness.buckets.root_causes import SCHEDULE_CULPRIT, RootCause, culprit_of, root_cause
 from fuzzharness.buckets.signatures import Signature
 from fuzzharness.core.case import Case
-from fuzzharness.core.kinds import kind_of
+from fuzzharness.core.kinds import repro_kind
 from fuzzharness.core.verdict import Verdict
 from fuzzharness.engine.worker_deaths import signal_name
 from fuzzharness.repro import issue as issue_md
@@ -68,7 +68,7 @@ def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
         "minimize_seconds": (minimized or {}).get("seconds"),
         "minimize_runs": (minimized or {}).get("runs"), "title": title, "notes": [],
     }
-    kind = kind_of(case)
+    kind = repro_kind(case)
     try:
         s = script or kind.write_script(
             case, verdict, bucket=bucket, signature=signature, versions=versions,

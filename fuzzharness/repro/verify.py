@@ -21,8 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-#: pyopencl: OpenCL scripts launch TVM's kernels with it (fuzzharness.kinds.tir.opencl_script);
-#: cuda (NVIDIA's cuda-bindings): CUDA scripts do (fuzzharness.kinds.tir.cuda_script)
+#: pyopencl: OpenCL scripts launch TVM's kernels with it (fuzzharness.repro.gpu_runtime);
+#: cuda (NVIDIA's cuda-bindings): CUDA scripts do (same module)
 ALLOWED_MODULES = {"numpy", "tvm", "ml_dtypes", "pyopencl", "cuda"}
 REPRODUCES, FIXED, OTHER = 1, 0, 2
 #: the runner's last line when the bug reproduces (fuzzharness.repro.template.RUNNER)

@@ -46,12 +46,12 @@ from typing import Any
 from fuzzharness.buckets.signatures import Signature, signature
 from fuzzharness.campaign.settings import CampaignSettings
 from fuzzharness.core.case import Case
+from fuzzharness.core.kinds import shrink_kind
 from fuzzharness.core.verdict import Status, Verdict
 from fuzzharness.engine.executor import TaskResult
 from fuzzharness.engine.worker import die_with_parent
 from fuzzharness.generators import draw as draws
 from fuzzharness.generators.cases import case_data, draw_case
-from fuzzharness.kinds.tir.generation_failure import as_case, capture_isolated
 from fuzzharness.minimize.hypothesis_shrink import draw_events, drawn_values
 from fuzzharness.minimize.minimizer import MinimizeResult, minimize
 from fuzzharness.minimize.report import REPROS_DIR, BucketRepro
@@ -217,14 +217,13 @@ def _write(out: Path, key: str, m: MinimizeResult, settings, versions, verify_ti
     failing_call = None
     case, verdict = m.case, m.verdict
     if case is None and m.choices is not None:  # a failure while drawing the schedule
-        try:
-            call = capture_isolated(m.choices, settings.generation)
+        try:  # no case: asked of the kind that draws schedules (kind_of(None))
+            case, failing_call = shrink_kind(None).generation_failure_case(
+                m.choices, settings.generation, {"minimized_from": f"choices of bucket {key}"},
+                verdict)
         except NotReproducible as e:
             res.status, res.note = "not reproduced", f"no standalone script: {e}"
             return res, None
-        case = as_case(call, settings.generation, {"minimized_from": f"choices of bucket {key}"},
-                       verdict)
-        failing_call = call.line
         res.length = len(case.trace[0]) + 1 if case.trace else 1
     sig = signature(case.to_dict(), verdict) if verdict is not None else None
     if failing_call is not None:

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from fuzzharness.buckets.root_causes import graph_schedule_primitives
 from fuzzharness.core.case import Case
 from fuzzharness.core.kinds import CaseKind
+from fuzzharness.core.traces import primitive_sequence
 from fuzzharness.core.verdict import Verdict
 from fuzzharness.generators.graphs.spec import graph_primitives
 from fuzzharness.kinds.relax import check, issue_text, minimize, script
@@ -28,6 +30,38 @@ class RelaxKind(CaseKind):
     name = "relax"
     tag = "[Relax]"
     size_unit = "graph nodes + trace instructions"
+
+    def root_cause_primitives(self, case: dict[str, Any] | None, sig) -> tuple[str, ...]:
+        # its per-function schedule primitives, else its operators
+        return graph_schedule_primitives(case, sig)
+
+    def probed_trace(self, case: Case):
+        functions = (case.schedule or {}).get("functions") or {}
+        if len(functions) != 1:
+            return None
+        (name, entry), = functions.items()
+        return (name, entry.get("trace")) if entry.get("trace") else None
+
+    def one_function_cases(self, case: Case) -> list[Case]:
+        functions = (case.schedule or {}).get("functions") or {}
+        names = [n for n, e in functions.items() if primitive_sequence(e.get("trace") or [])]
+        if len(names) < 2:
+            return []
+        return [case.replace(schedule=dict(case.schedule, functions={n: functions[n]}))
+                for n in names]
+
+    def program_and_trace(self, case: Case):
+        functions = (case.schedule or {}).get("functions") or {}
+        if len(functions) != 1:
+            return None, None
+        from fuzzharness.core.relax_pipeline import graph_target, legalize, prim_functions
+        from fuzzharness.generators.graphs.program import build_module
+        from fuzzharness.generators.graphs.spec import Graph
+
+        (name, entry), = functions.items()
+        mod = legalize(build_module(Graph.from_dict(case.params)), graph_target(case.target),
+                       case.schedule.get("layout"))
+        return prim_functions(mod).get(name), entry.get("trace")
     no_schedule = "the default pipeline"
 
     def run(self, execution, result) -> None:

@@ -3,7 +3,7 @@ compiled by TVM to OpenCL C and launched through pyopencl, as the harness's call
 does (:class:`fuzzharness.kinds.relax.run.CallInterpreter`; TVM's PyPI wheel has no OpenCL
 runtime for the VM).  The launch plan of every called PrimFunc is embedded as plain data
 (``LAUNCHES``), read from TVM's lowered host functions; the kernel code is TVM's, generated
-in the script (:data:`fuzzharness.kinds.tir.opencl_script.RUNTIME`).
+in the script (:data:`fuzzharness.repro.gpu_runtime.OPENCL_RUNTIME`).
 """
 
 from __future__ import annotations

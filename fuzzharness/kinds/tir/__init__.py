@@ -15,7 +15,7 @@ from fuzzharness.core.case import Case
 from fuzzharness.core.kinds import CaseKind
 from fuzzharness.core.traces import primitive_sequence, trace_primitives
 from fuzzharness.core.verdict import Status, Verdict
-from fuzzharness.kinds.tir import check, issue_text, pass_bisect, script
+from fuzzharness.kinds.tir import check, generation_failure, issue_text, pass_bisect, script
 from fuzzharness.kinds.tir.run import run_case
 from fuzzharness.minimize import passes, step_bisect, trace_edit
 
@@ -66,6 +66,22 @@ class TirKind(CaseKind):
             except Exception:  # noqa: BLE001 - a triage hint, never a failure
                 pass
         return t
+
+    def root_cause_primitives(self, case: dict[str, Any] | None, sig) -> tuple[str, ...]:
+        return primitive_sequence(((case or {}).get("schedule") or {}).get("trace"))
+
+    def probed_trace(self, case: Case):
+        return ("", case.trace) if case.trace else None
+
+    def program_and_trace(self, case: Case):
+        from fuzzharness.generators.workloads import workloads
+
+        return (workloads[case.workload_name].prim_func(case.params), case.trace) if case.trace \
+            else (None, None)
+
+    def generation_failure_case(self, choices, generation, origin, verdict):
+        call = generation_failure.capture_isolated(choices, generation)
+        return generation_failure.as_case(call, generation, origin, verdict), call.line
 
     def describe(self, case: Case) -> str:
         return issue_text.describe(case)

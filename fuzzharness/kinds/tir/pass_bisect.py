@@ -42,7 +42,7 @@ from typing import Any
 from fuzzharness.backends.redzone import run_guarded
 from fuzzharness.core.case import Case
 from fuzzharness.core.hygiene import hygiene_env
-from fuzzharness.core.tvm_support import replay_trace
+from fuzzharness.core.tvm_support import PASS_WRAPPERS, replay_trace
 from fuzzharness.core.verdict import Verdict
 from fuzzharness.execution import relayout
 from fuzzharness.kinds.tir.reference import expectation
@@ -50,8 +50,6 @@ from fuzzharness.oracles.compare import judge
 from fuzzharness.oracles.numerics import numpy_dtype
 from fuzzharness.repro.triage import Triage
 
-#: pass-manager wrappers, not passes
-WRAPPERS = {"_pipeline", "sequential", "tirx.Filter", "tirx.BindTarget"}
 #: passes the llvm pipeline of TVM 0.27 cannot do without once they have something to do:
 #: disabled, they leave block constructs that later passes refuse (an error) or crash on
 #: (LowerOpaqueBlock: a segfault), so they can never make a wrong output right.  Not probed
@@ -172,7 +170,7 @@ def child_main(argv: list[str]) -> int:
     probe = _Probe(case, pattern, verdict)
     base = probe.attempt([])
     print(json.dumps({"base": base}), flush=True)
-    names = [n for n in dict.fromkeys(base["passes"]) if n not in WRAPPERS]
+    names = [n for n in dict.fromkeys(base["passes"]) if n not in PASS_WRAPPERS]
     if base["result"] == "correct":  # nothing fails here, so no pass can be what fixes it
         print(json.dumps({"done": len(names)}), flush=True)
         return 0
@@ -237,7 +235,7 @@ def triage(case: Case, *, symptom: str, pattern: str | None, workdir: Path,
             for m in msgs:
                 if "base" in m and base is None:
                     base = m["base"]
-                    names = [n for n in dict.fromkeys(base["passes"]) if n not in WRAPPERS]
+                    names = [n for n in dict.fromkeys(base["passes"]) if n not in PASS_WRAPPERS]
                 elif "trying" in m:
                     trying = m["trying"]
                 elif "pass" in m:

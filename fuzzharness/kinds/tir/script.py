@@ -29,13 +29,13 @@ from fuzzharness.core import hygiene
 from fuzzharness.core.case import Case
 from fuzzharness.core.verdict import Status, Verdict
 from fuzzharness.generators.inputs import TINY_INT
-from fuzzharness.kinds.tir import cuda_script, opencl_script
+from fuzzharness.kinds.tir import gpu_compile
 from fuzzharness.kinds.tir import template as tir_template
 from fuzzharness.kinds.tir.reference import Expectation, expectation, reference_source
 from fuzzharness.kinds.tir.snippet import expected_failure, snippet
 from fuzzharness.oracles import numerics
 from fuzzharness.oracles.numerics import numpy_dtype
-from fuzzharness.repro import arrays, template
+from fuzzharness.repro import arrays, gpu_runtime, template
 from fuzzharness.repro.kit import (
     DEFAULT_CHILD_TIMEOUT,
     NotReproducible,
@@ -191,8 +191,7 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str, signature: Signat
         timeout = float(verdict.details.get("timeout_s") or timeout or 60)
     expect = expectation_of(verdict, timeout)
     # OpenCL (and Adreno: tvm.compile skips its pipeline) and CUDA are lowered as the harness
-    # lowers them, and kernels run through pyopencl (opencl_script) or nvcc and the CUDA driver
-    # (cuda_script)
+    # lowers them, and kernels run through pyopencl (repro.gpu_runtime) or nvcc and the CUDA driver
     gpu = kind if kind in ("opencl", "cuda") and verdict.stage.value not in ("generate", "schedule") else None
     if gpu and expect["compare"] == "unscheduled":
         raise NotReproducible(f"a {GPU_NAMES[gpu]} kernel compared with its unscheduled program: "
@@ -230,10 +229,10 @@ def write_script(case: Case, verdict: Verdict, *, bucket: str, signature: Signat
     if any("_unpack(" in p for p in (inputs_text, ref_text)):
         parts.append(arrays.UNPACK_HELPER.strip("\n") + "\n")
     if gpu == "opencl":
-        parts.append(opencl_script.RUNTIME.strip("\n") + "\n")
+        parts.append(gpu_runtime.OPENCL_RUNTIME.strip("\n") + "\n")
     elif gpu == "cuda":
-        parts += [opencl_script.SOURCE_OF.strip("\n") + "\n", cuda_script.RUNTIME.strip("\n") + "\n"]
-    compile_part = {"opencl": opencl_script.COMPILE, "cuda": cuda_script.COMPILE}.get(gpu, tir_template.COMPILE)
+        parts += [gpu_runtime.SOURCE_OF.strip("\n") + "\n", gpu_runtime.CUDA_RUNTIME.strip("\n") + "\n"]
+    compile_part = {"opencl": gpu_compile.OPENCL_COMPILE, "cuda": gpu_compile.CUDA_COMPILE}.get(gpu, tir_template.COMPILE)
     parts.append(compile_part.strip("\n") + "\n")
     parts.append(hygiene.SCRIPT_SOURCE.strip("\n") + "\n")
     parts.append(redzone.SCRIPT_SOURCE.strip("\n") + "\n")
@@ -257,7 +256,7 @@ def _launch_section(case: Case, e) -> str:
     mod = replay_trace(e.func, case.trace).mod if case.trace and case.trace[0] else \
         s_tir.Schedule(e.func).mod
     try:
-        text = opencl_script.launch_source(case, mod)
+        text = gpu_runtime.launch_source(case, mod)
     except NotReproducible:
         raise
     except Exception:  # noqa: BLE001 - TVM fails while it lowers or generates: no kernels
