@@ -34,7 +34,7 @@ def main() -> None:
     cases = [generate_case(args.seed, i, GenSettings()) for i in range(args.cases)]
     for c in cases[:3]:  # warm up TVM outside the measurement
         execute(c)
-    from fuzzharness.kinds.tir import run as ex  # its cache of unscheduled builds
+    from fuzzharness.execution import tir_run as ex  # its cache of unscheduled builds
 
     def fresh():  # every policy pays for its own baseline builds
         ex.clear_baseline_cache()

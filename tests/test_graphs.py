@@ -374,8 +374,8 @@ def test_adreno_texture_scopes_reach_the_opencl_kernels():
     need(_opencl_images())
     from fuzzharness.backends import backends
     from fuzzharness.core.relax_pipeline import graph_target, legalize
+    from fuzzharness.execution.relax_run import CallInterpreter
     from fuzzharness.generators.graphs.program import build_module
-    from fuzzharness.kinds.relax.run import CallInterpreter
 
     target = graph_target(ADRENO)
     assert "texture" in target["keys"]

@@ -165,6 +165,10 @@ class CaseKind(RunKind, BucketKind, ShrinkKind, ReproKind, IssueKind):
 kinds: Registry[CaseKind] = Registry("case kind")
 kinds.add_lazy("tir", "fuzzharness.kinds.tir:KIND")
 kinds.add_lazy("relax", "fuzzharness.kinds.relax:KIND")
+#: the execution layer's part of each kind (a plugin kind adds its own, beside ``kinds``)
+run_kinds: Registry[RunKind] = Registry("case kind (run)")
+run_kinds.add_lazy("tir", "fuzzharness.execution.tir_run:RUN")
+run_kinds.add_lazy("relax", "fuzzharness.execution.relax_run:RUN")
 
 
 def kind_name(case: Case | dict[str, Any] | None) -> str:
@@ -180,7 +184,10 @@ def kind_of(case: Case | dict[str, Any] | None) -> CaseKind:
 
 
 def run_kind(case: Case | dict[str, Any] | None) -> RunKind:
-    return kind_of(case)
+    """The execution layer's protocol of a case's kind: it lives in that layer
+    (:mod:`fuzzharness.execution.tir_run`, ...), so a worker that only runs cases never
+    imports a kind's minimizer or repro writer."""
+    return run_kinds[kind_name(case)]
 
 
 def bucket_kind(case: Case | dict[str, Any] | None) -> BucketKind:

@@ -13,7 +13,7 @@ is blamed on the right one:
               program on the same inputs — the metamorphic reference
 
 What each stage does for a kind is the kind's :meth:`~fuzzharness.core.kinds.CaseKind.run`
-(:mod:`fuzzharness.kinds.tir.run`, :mod:`fuzzharness.kinds.relax.run`); this module owns
+(:mod:`fuzzharness.execution.tir_run`, :mod:`fuzzharness.execution.relax_run`); this module owns
 what is common: the stage machine, the classification of exceptions, and the verdict of a
 judged output (:meth:`Execution.conclude`).
 

@@ -10,7 +10,7 @@
 * :mod:`~fuzzharness.kinds.relax.minimize` — graph minimization; :mod:`~fuzzharness.kinds.relax.script` —
   Relax TVMScript repro scripts.
 
-Compilation and execution live in :mod:`fuzzharness.kinds.relax.run`.
+Compilation and execution live in :mod:`fuzzharness.execution.relax_run`.
 """
 
 from fuzzharness.generators.graphs.spec import GRAPH_WORKLOAD, Graph, InvalidGraph

@@ -6,7 +6,7 @@ Draw order (after :func:`fuzzharness.generators.cases.draw_case` decided on a gr
 2. the input mode: the exact-integer mode in ``exact_fraction`` of the cases where every op
    is exact in integer arithmetic (:func:`fuzzharness.generators.graphs.reference.int_max`), else one of
    the float distributions; the input seed;
-3. the mode (``case.schedule["source"]``, see :mod:`fuzzharness.kinds.relax.run`):
+3. the mode (``case.schedule["source"]``, see :mod:`fuzzharness.execution.relax_run`):
    MetaSchedule samples in ``metaschedule_fraction`` of the cases, else ``default``,
    ``dlight`` or ``random`` (random twice as often); GPU targets always use TVM's default
    GPU pipeline;

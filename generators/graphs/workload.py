@@ -2,7 +2,7 @@
 
 Graph cases are not drawn through the single-PrimFunc path: :func:`fuzzharness.generators.cases.draw_case`
 hands them to :func:`fuzzharness.generators.graphs.cases.draw_graph_case` and :mod:`fuzzharness.execution.stages`
-to :mod:`fuzzharness.kinds.relax.run`.  Registering the family lets every tool that looks a
+to :mod:`fuzzharness.execution.relax_run`.  Registering the family lets every tool that looks a
 workload up by name — ``--workloads graph``, replay, dtype filters, the minimizer's generic
 passes — treat a graph case like any other: its parameters are the graph spec, its inputs,
 outputs and reference come from the graph (:mod:`fuzzharness.generators.graphs.reference`), and its
@@ -52,7 +52,7 @@ class GraphWorkload(Workload):
 
     def prim_func(self, params):
         raise TypeError("a graph case is a Relax program with several PrimFuncs; "
-                        "see fuzzharness.kinds.relax.run")
+                        "see fuzzharness.execution.relax_run")
 
 
 WORKLOAD = GraphWorkload()  # registered by dotted name in fuzzharness.generators.workloads

@@ -1,7 +1,7 @@
 """The Relax case kind: a whole Relax graph (``workload["name"] == "graph"``) through TVM's
 Relax pipeline, each fused PrimFunc re-scheduled by its own stored trace.
 
-Its stages are :mod:`fuzzharness.kinds.relax.run`; its minimizer passes edit the graph
+Its stages are :mod:`fuzzharness.execution.relax_run` (the execution layer); its minimizer passes edit the graph
 (:mod:`fuzzharness.kinds.relax.minimize`); its repro is the Relax module as TVMScript
 (:mod:`fuzzharness.kinds.relax.script`); its issue text names the operators and the
 compilation mode (:mod:`fuzzharness.kinds.relax.issue_text`).  The lowering-pass bisection
@@ -19,9 +19,9 @@ from fuzzharness.core.case import Case
 from fuzzharness.core.kinds import CaseKind
 from fuzzharness.core.traces import primitive_sequence
 from fuzzharness.core.verdict import Verdict
+from fuzzharness.execution.relax_run import RUN
 from fuzzharness.generators.graphs.spec import graph_primitives
-from fuzzharness.kinds.relax import check, issue_text, minimize, script
-from fuzzharness.kinds.relax.run import run_graph
+from fuzzharness.kinds.relax import issue_text, minimize, script
 from fuzzharness.minimize import step_bisect, trace_edit
 from fuzzharness.repro.triage import Triage
 
@@ -65,10 +65,10 @@ class RelaxKind(CaseKind):
     no_schedule = "the default pipeline"
 
     def run(self, execution, result) -> None:
-        run_graph(execution, result)
+        RUN.run(execution, result)
 
     def check_case(self, case: Case) -> str | None:
-        return check.check_case(case)
+        return RUN.check_case(case)
 
     def bucket_primitives(self, case: dict[str, Any], status: str) -> tuple[str, ...]:
         # the operators and every fused function's primitives: a wrong answer's bucket

@@ -1,6 +1,6 @@
 """A graph repro on OpenCL: the Relax passes as on llvm, then each ``call_tir`` of ``main``
 compiled by TVM to OpenCL C and launched through pyopencl, as the harness's call interpreter
-does (:class:`fuzzharness.kinds.relax.run.CallInterpreter`; TVM's PyPI wheel has no OpenCL
+does (:class:`fuzzharness.execution.relax_run.CallInterpreter`; TVM's PyPI wheel has no OpenCL
 runtime for the VM).  The launch plan of every called PrimFunc is embedded as plain data
 (``LAUNCHES``), read from TVM's lowered host functions; the kernel code is TVM's, generated
 in the script (:data:`fuzzharness.repro.gpu_runtime.OPENCL_RUNTIME`).
@@ -22,7 +22,7 @@ def launches_source(mod, target: dict[str, Any], schedule: dict[str, Any],
     """``LAUNCHES = {function: launch plan}`` for every PrimFunc ``main`` calls."""
     import tvm
 
-    from fuzzharness.kinds.relax.run import CallInterpreter
+    from fuzzharness.execution.relax_run import CallInterpreter
 
     scheduled = apply_schedules(legalize(mod, target, schedule.get("layout")), schedule, target)
     interp = CallInterpreter(scheduled, backends["opencl"], target, pass_config)

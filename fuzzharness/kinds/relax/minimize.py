@@ -19,7 +19,7 @@ by running TVM — and never harder than the case it came from:
 
 After an edit the fused PrimFuncs of the graph change: a trace whose function is gone is
 dropped; a function that kept its name keeps its trace, re-targeted (its fingerprint,
-:func:`fuzzharness.kinds.relax.run.fingerprint`, updated) — replaying it on smaller extents
+:func:`fuzzharness.execution.relax_run.fingerprint`, updated) — replaying it on smaller extents
 mostly works, and when TVM refuses it the candidate is simply not the same bug.  That needs
 TVM's legalization (~40 ms) in the minimizing process.
 

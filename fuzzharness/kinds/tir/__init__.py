@@ -1,6 +1,6 @@
 """The TIR case kind: one PrimFunc of a registered workload, scheduled by one stored trace.
 
-Its stages are :mod:`fuzzharness.kinds.tir.run`; its repro is a TVMScript PrimFunc with the
+Its stages are :mod:`fuzzharness.execution.tir_run` (the execution layer); its repro is a TVMScript PrimFunc with the
 schedule as ``sch.<primitive>(...)`` calls (:mod:`fuzzharness.kinds.tir.script`); its issue text
 names the workload and the lowering pass the bisection implicates
 (:mod:`fuzzharness.kinds.tir.issue_text`).
@@ -15,8 +15,8 @@ from fuzzharness.core.case import Case
 from fuzzharness.core.kinds import CaseKind
 from fuzzharness.core.traces import primitive_sequence, trace_primitives
 from fuzzharness.core.verdict import Status, Verdict
-from fuzzharness.kinds.tir import check, generation_failure, issue_text, pass_bisect, script
-from fuzzharness.kinds.tir.run import run_case
+from fuzzharness.execution.tir_run import RUN
+from fuzzharness.kinds.tir import generation_failure, issue_text, pass_bisect, script
 from fuzzharness.minimize import passes, step_bisect, trace_edit
 
 
@@ -27,10 +27,10 @@ class TirKind(CaseKind):
     no_schedule = "no schedule"
 
     def run(self, execution, result) -> None:
-        run_case(execution, result)
+        RUN.run(execution, result)
 
     def check_case(self, case: Case) -> str | None:
-        return check.check_case(case)
+        return RUN.check_case(case)
 
     def bucket_primitives(self, case: dict[str, Any], status: str) -> tuple[str, ...]:
         if status == Status.REFERENCE_MISMATCH.value:

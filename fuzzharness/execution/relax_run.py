@@ -49,6 +49,7 @@ import numpy as np
 
 from fuzzharness.backends import backends
 from fuzzharness.backends.base import poison
+from fuzzharness.core.kinds import RunKind
 from fuzzharness.core.relax_pipeline import (
     apply_schedules,
     build,
@@ -60,7 +61,7 @@ from fuzzharness.core.relax_pipeline import (
     runs_on_vm,
 )
 from fuzzharness.core.verdict import Stage
-from fuzzharness.execution import rejections
+from fuzzharness.execution import rejections, relax_check
 from fuzzharness.execution.census import census
 from fuzzharness.execution.facts import frontend_facts, schedule_facts
 from fuzzharness.execution.stages import CaseRun, Execution
@@ -246,3 +247,18 @@ def graph_facts(target: dict[str, Any], scheduled=None, legalized=None,
         facts += frontend_facts([funcs[n] for n in (schedule or {}).get("functions") or {}
                                  if n in funcs])
     return facts
+
+
+class RelaxRun(RunKind):
+    """The Relax kind's protocol at the execution layer (:mod:`fuzzharness.core.kinds`)."""
+
+    name = "relax"
+
+    def run(self, execution, result) -> None:
+        run_graph(execution, result)
+
+    def check_case(self, case) -> str | None:
+        return relax_check.check_case(case)
+
+
+RUN = RelaxRun()

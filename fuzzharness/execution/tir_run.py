@@ -29,9 +29,10 @@ from fuzzharness.backends.base import poison
 from fuzzharness.backends.launch import UnsupportedHostCode
 from fuzzharness.backends.rpc import backend_for
 from fuzzharness.core.case import canonical_json
+from fuzzharness.core.kinds import RunKind
 from fuzzharness.core.tvm_support import replay_trace, structural_equal
 from fuzzharness.core.verdict import Stage
-from fuzzharness.execution import rejections, relayout, second_run
+from fuzzharness.execution import rejections, relayout, second_run, tir_check
 from fuzzharness.execution.census import census
 from fuzzharness.execution.facts import schedule_facts
 from fuzzharness.execution.stages import CaseRun, Execution
@@ -199,3 +200,18 @@ def _run_baseline(case, backend, workload, func, specs, out_specs, inputs):
     args += [poison(o.shape, np.dtype(numpy_dtype(o.dtype))) for o in out_specs]
     results = backend.run(program, args, len(out_specs))
     return {o.name: r for o, r in zip(out_specs, results, strict=True)}
+
+
+class TirRun(RunKind):
+    """The TIR kind's protocol at the execution layer (:mod:`fuzzharness.core.kinds`)."""
+
+    name = "tir"
+
+    def run(self, execution, result) -> None:
+        run_case(execution, result)
+
+    def check_case(self, case) -> str | None:
+        return tir_check.check_case(case)
+
+
+RUN = TirRun()
