@@ -12,7 +12,7 @@ is blamed on the right one:
 ``baseline``  (TIR cases, when the oracle asks for it) build and run the *unscheduled*
               program on the same inputs — the metamorphic reference
 
-What each stage does for a kind is the kind's :meth:`~fuzzharness.core.kinds.CaseKind.run`
+What each stage does for a kind is its :meth:`~fuzzharness.core.kinds.RunKind.run`
 (:mod:`fuzzharness.execution.tir_run`, :mod:`fuzzharness.execution.relax_run`); this module owns
 what is common: the stage machine, the classification of exceptions, and the verdict of a
 judged output (:meth:`Execution.conclude`).
