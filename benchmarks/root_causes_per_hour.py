@@ -94,7 +94,7 @@ def analyse(out: Path, known_file: str | None = None) -> dict:
     """Counts from the campaign database (read-only; plain SQL plus the harness's own known-
     bug matcher, so an older database reads too)."""
     from fuzzharness.buckets.known_bugs import KnownBugs
-    from fuzzharness.buckets.root_causes import severity
+    from fuzzharness.buckets.priority import severity
     from fuzzharness.buckets.signatures import Signature
     from fuzzharness.core.traces import primitive_sequence
 

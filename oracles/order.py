@@ -53,6 +53,13 @@ from typing import Any
 import numpy as np
 
 from fuzzharness.oracles import index_eval
+from fuzzharness.oracles.block_signatures import (
+    Unsure,
+    block_signature,
+    is_constant_init,
+    is_copy,
+    update_signature,
+)
 
 MAX_ENUMERATION = 1 << 20
 
@@ -60,10 +67,6 @@ MAX_ENUMERATION = 1 << 20
 HARMLESS_ANNOTATIONS = frozenset({"pragma_auto_unroll_max_step", "pragma_unroll_explicit"})
 
 SERIAL_KINDS = frozenset({0, 3})  # ForKind.SERIAL, ForKind.UNROLLED
-
-
-class _Unsure(Exception):
-    """The analysis met something it does not model: answer "not preserved"."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,101 +126,6 @@ def block_sites(func) -> dict[str, list[Site]]:
     return found
 
 
-# -- block signatures ------------------------------------------------------------------------
-
-_CHILD_ATTRS = ("a", "b", "value", "condition", "true_value", "false_value", "args", "indices",
-                "seq", "then_case", "else_case", "body")
-
-
-def op_signature(node, iters: list, lets: dict | None = None, params: frozenset | None = None) -> Any:
-    """A hashable description of ``node``'s arithmetic (see the module docstring, point 1)."""
-    from tvm import tirx
-
-    lets = {} if lets is None else lets
-    if node is None:
-        return None
-    if isinstance(node, tirx.IntImm | tirx.FloatImm):
-        return (type(node).__name__, str(node.ty), float(node.value))
-    if isinstance(node, tirx.Var):
-        for pos, iv in enumerate(iters):
-            if iv.var.same_as(node):
-                return ("iter", pos)
-        for v, idx in lets.items():
-            if v.same_as(node):
-                return ("let", idx)
-        raise _Unsure(f"free variable {node} in a block body")
-    if type(node).__name__ in ("TensorLoad", "BufferLoad"):
-        buf = node.source if hasattr(node, "source") else node.buffer
-        return ("load", _legal_dtype(buf, params), tuple(op_signature(i, iters, lets, params) for i in node.indices))
-    if isinstance(node, tirx.BufferStore):
-        return ("store", _legal_dtype(node.buffer, params), op_signature(node.value, iters, lets, params),
-                tuple(op_signature(i, iters, lets, params) for i in node.indices))
-    if type(node).__name__ == "Bind":
-        lets[node.var] = len(lets)
-        return ("bind", str(node.var.ty), op_signature(node.value, iters, lets, params))
-    if isinstance(node, list | tuple) or type(node).__name__ == "Array":
-        return tuple(op_signature(x, iters, lets, params) for x in node)
-    parts: list[Any] = [type(node).__name__]
-    ty = getattr(node, "ty", None)
-    if ty is not None:
-        parts.append(str(ty))
-    op = getattr(node, "op", None)
-    if op is not None:
-        parts.append(str(getattr(op, "name", op)))
-    for attr in _CHILD_ATTRS:
-        if hasattr(node, attr):
-            child = getattr(node, attr)
-            if isinstance(child, str | int | float):
-                parts.append((attr, child))
-            else:
-                parts.append((attr, op_signature(child, iters, lets, params)))
-    return tuple(parts)
-
-
-def _legal_dtype(buf, params: frozenset | None) -> str:
-    """A buffer's dtype as TVM's llvm code holds it: bfloat16 buffers other than parameters are
-    float32 after ``BF16ComputeLegalize`` (so a ``cache_write`` or ``reindex`` of a bfloat16
-    accumulator accumulates in float32 and rounds once, on the copy to the parameter)."""
-    dt = str(buf.dtype)
-    if dt == "bfloat16" and params is not None and str(buf.name) not in params:
-        return "float32"
-    return dt
-
-
-def _block_signature(block, params: frozenset | None = None) -> Any:
-    iters = list(block.iter_vars)
-    return (
-        tuple((int(iv.iter_type), int(iv.dom.extent)) for iv in iters),
-        op_signature(block.body, iters, None, params),
-        op_signature(block.init, iters, None, params),
-    )
-
-
-def _update_signature(block, params: frozenset | None = None) -> Any:
-    iters = list(block.iter_vars)
-    return (tuple((int(iv.iter_type), int(iv.dom.extent)) for iv in iters),
-            op_signature(block.body, iters, None, params))
-
-
-def _is_copy(block) -> bool:
-    from tvm import tirx
-
-    if any(int(iv.iter_type) != 0 for iv in block.iter_vars) or block.init is not None:
-        return False
-    body = block.body
-    return isinstance(body, tirx.BufferStore) and type(body.value).__name__ in ("TensorLoad", "BufferLoad")
-
-
-def _is_constant_init(block) -> bool:
-    from tvm import tirx
-
-    body = block.body
-    return (all(int(iv.iter_type) == 0 for iv in block.iter_vars)
-            and isinstance(body, tirx.BufferStore | tirx.SeqStmt)
-            and all(isinstance(s, tirx.BufferStore) and isinstance(s.value, tirx.IntImm | tirx.FloatImm)
-                    for s in (body.seq if isinstance(body, tirx.SeqStmt) else [body])))
-
-
 # -- evaluation of index expressions over a loop grid ---------------------------------------
 
 
@@ -226,8 +134,8 @@ def _eval(expr, env: dict) -> np.ndarray:
         return index_eval.evaluate(expr, env)
     except index_eval.Unevaluable as e:
         if e.why == "unbound":
-            raise _Unsure(f"index uses {e.expr}, which is not a loop of the nest") from None
-        raise _Unsure(f"index expression of kind {type(e.expr).__name__}") from None
+            raise Unsure(f"index uses {e.expr}, which is not a loop of the nest") from None
+        raise Unsure(f"index expression of kind {type(e.expr).__name__}") from None
 
 
 def _vars(expr) -> list:
@@ -267,34 +175,34 @@ def _check_reduction_order(site: Site, original_block) -> None:
             reduce |= used
             red_values.append(value)
         else:
-            raise _Unsure(f"block iteration variable of type {int(iv.iter_type)}")
+            raise Unsure(f"block iteration variable of type {int(iv.iter_type)}")
     if spatial & reduce:
-        raise _Unsure("a loop feeds both spatial and reduction indices")
+        raise Unsure("a loop feeds both spatial and reduction indices")
     for i, lp in enumerate(loops):
         if not isinstance(lp.extent, tirx.IntImm) or not isinstance(lp.min, tirx.IntImm):
-            raise _Unsure("a loop with a symbolic extent")
+            raise Unsure("a loop with a symbolic extent")
         extent = int(lp.extent.value)
         if i not in spatial and i not in reduce and extent > 1:
-            raise _Unsure("a loop repeats the reduction")
+            raise Unsure("a loop repeats the reduction")
         extra = set(map(str, lp.annotations.keys())) - HARMLESS_ANNOTATIONS if lp.annotations else set()
         if extra:
-            raise _Unsure(f"loop annotation(s) {sorted(extra)}")
+            raise Unsure(f"loop annotation(s) {sorted(extra)}")
         step = getattr(lp, "step", None)
         if step is not None and int(step) != 1:
-            raise _Unsure("a loop with a non-unit step")
+            raise Unsure("a loop with a non-unit step")
         if i in reduce and int(lp.kind) not in SERIAL_KINDS:
-            raise _Unsure(f"a reduction loop of kind {lp.kind}")
+            raise Unsure(f"a reduction loop of kind {lp.kind}")
     r_loops = sorted(reduce)
     total_grid = 1
     for i in r_loops:
         total_grid *= int(loops[i].extent)
     if total_grid > MAX_ENUMERATION:
-        raise _Unsure(f"{total_grid} reduction iterations are too many to enumerate")
+        raise Unsure(f"{total_grid} reduction iterations are too many to enumerate")
     mask_terms = []
     for c in _conjuncts(realize.predicate):
         used = _uses(c, loops)
         if used & spatial and used & reduce:
-            raise _Unsure("a predicate couples spatial and reduction loops")
+            raise Unsure("a predicate couples spatial and reduction loops")
         if used <= reduce:
             mask_terms.append(c)
     grids = np.indices([int(loops[i].extent) for i in r_loops]).reshape(len(r_loops), -1) if r_loops \
@@ -307,17 +215,17 @@ def _check_reduction_order(site: Site, original_block) -> None:
     coords = [np.broadcast_to(_eval(v, env), mask.shape)[mask] for v in red_values]
     for c, e in zip(coords, extents, strict=True):
         if c.size and (c.min() < 0 or c.max() >= e):
-            raise _Unsure("a reduction index leaves its domain")
+            raise Unsure("a reduction index leaves its domain")
     linear = np.ravel_multi_index(coords, extents) if coords else np.zeros(int(mask.sum()), np.int64)
     if linear.size != int(np.prod(extents)) or not np.array_equal(linear, np.arange(linear.size)):
-        raise _Unsure("the reduction visits its terms in another order")
+        raise Unsure("the reduction visits its terms in another order")
 
 
 def accumulation_order(original, scheduled) -> OrderAnalysis:
     """Whether ``scheduled`` (a PrimFunc) keeps every element's operations and their order."""
     try:
         _analyse(original, scheduled)
-    except _Unsure as e:
+    except Unsure as e:
         return OrderAnalysis(False, str(e), _spatial_kept(original, scheduled))
     except Exception as e:  # noqa: BLE001 - an IR shape this analysis never met: stay modest
         return OrderAnalysis(False, f"analysis failed ({type(e).__name__}: {e})")
@@ -340,15 +248,15 @@ def _spatial_kept(original, scheduled) -> bool:
             if _is_reduction(block):
                 continue
             got = after.get(name, [])
-            if len(got) != 1 or _block_signature(got[0].realize.block, p_after) \
-                    != _block_signature(block, p_before):
+            if len(got) != 1 or block_signature(got[0].realize.block, p_after) \
+                    != block_signature(block, p_before):
                 return False
         for name, sites in after.items():
             if name in before:
                 continue
             for s in sites:
                 b = s.realize.block
-                if not (_is_copy(b) or _is_reduction(b) or _is_constant_init(b)):
+                if not (is_copy(b) or _is_reduction(b) or is_constant_init(b)):
                     return False
         return True
     except Exception:  # noqa: BLE001 - an IR shape this check never met: stay modest
@@ -366,7 +274,7 @@ def _analyse(original, scheduled) -> None:
     accounted: set[str] = set()
     for name, sites in before.items():
         if len(sites) != 1:
-            raise _Unsure(f"block {name} appears {len(sites)} times in the unscheduled program")
+            raise Unsure(f"block {name} appears {len(sites)} times in the unscheduled program")
         block = sites[0].realize.block
         is_reduction = any(int(iv.iter_type) == 2 for iv in block.iter_vars)
         if name in after:
@@ -374,30 +282,30 @@ def _analyse(original, scheduled) -> None:
         elif is_reduction and f"{name}_update" in after and f"{name}_init" in after:
             got, decomposed = after[f"{name}_update"], True
             init = after[f"{name}_init"]
-            if len(init) != 1 or not _is_constant_init(init[0].realize.block):
-                raise _Unsure(f"{name}_init is not a single constant store")
+            if len(init) != 1 or not is_constant_init(init[0].realize.block):
+                raise Unsure(f"{name}_init is not a single constant store")
             accounted |= {f"{name}_update", f"{name}_init"}
         else:
-            raise _Unsure(f"block {name} is gone (inlined, renamed or factored)")
+            raise Unsure(f"block {name} is gone (inlined, renamed or factored)")
         accounted.add(name)
         if len(got) != 1:
-            raise _Unsure(f"block {name} is realised {len(got)} times")
+            raise Unsure(f"block {name} is realised {len(got)} times")
         site = got[0]
         if site.wrapped is not None:
-            raise _Unsure(f"block {name} sits inside {'an if' if site.wrapped == 'if' else 'another block'}")
+            raise Unsure(f"block {name} sits inside {'an if' if site.wrapped == 'if' else 'another block'}")
         new = site.realize.block
         if decomposed:
-            if _update_signature(new, p_after) != _update_signature(block, p_before) \
+            if update_signature(new, p_after) != update_signature(block, p_before) \
                     or new.init is not None:
-                raise _Unsure(f"block {name}_update computes something else")
-        elif _block_signature(new, p_after) != _block_signature(block, p_before):
-            raise _Unsure(f"block {name} computes something else")
+                raise Unsure(f"block {name}_update computes something else")
+        elif block_signature(new, p_after) != block_signature(block, p_before):
+            raise Unsure(f"block {name} computes something else")
         if new.annotations and len(new.annotations):
-            raise _Unsure(f"block {name} carries annotations {sorted(map(str, new.annotations.keys()))}")
+            raise Unsure(f"block {name} carries annotations {sorted(map(str, new.annotations.keys()))}")
         if is_reduction:
             _check_reduction_order(site, block)
     for name, sites in after.items():
         if name in accounted:
             continue
-        if not all(_is_copy(s.realize.block) for s in sites):
-            raise _Unsure(f"new block {name} is not a plain copy")
+        if not all(is_copy(s.realize.block) for s in sites):
+            raise Unsure(f"new block {name} is not a plain copy")

@@ -37,7 +37,7 @@ from typing import Any
 import pandas as pd
 
 from fuzzharness.buckets.known_bugs import KnownBugs
-from fuzzharness.reports import plots, tables
+from fuzzharness.reports import plots, tables, triage_tables
 from fuzzharness.reports.load import Campaigns, load_campaigns
 
 
@@ -58,7 +58,7 @@ class Report:
     known_source: str
     generated: str
     root_causes: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
-    nights: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)  # tables.nightly
+    nights: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)  # triage_tables.nightly
     night_bugs: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
     census: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
 
@@ -83,7 +83,7 @@ def build(dirs: list[str | Path], known_bugs_path: str | None = None) -> Report:
     buckets = tables.bucket_list(data, bugs)
     summary = tables.campaign_summary(data, buckets)
     findings = tables.findings_table(data)
-    nights, night_bugs = tables.nightly(data)
+    nights, night_bugs = triage_tables.nightly(data)
     return Report(
         data=data, matrix=tables.verdict_matrix(data), status=tables.status_counts(data),
         rates=tables.failure_rate_by_primitive(data), throughput=tables.throughput(data),
@@ -91,8 +91,8 @@ def build(dirs: list[str | Path], known_bugs_path: str | None = None) -> Report:
         ratios=tables.ratio_distribution(data), buckets=buckets, findings=findings,
         known=tables.known_bugs_seen(findings), trends=tables.trends(data, summary),
         known_source=bugs.source, generated=dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
-        root_causes=tables.root_causes(data), nights=nights, night_bugs=night_bugs,
-        census=tables.feature_census(data),
+        root_causes=triage_tables.root_causes(data), nights=nights, night_bugs=night_bugs,
+        census=triage_tables.feature_census(data),
     )
 
 

@@ -62,7 +62,7 @@ def fingerprint(d):
 
 
 def test_tables_agree_with_the_database(campaigns):
-    from fuzzharness.reports import tables
+    from fuzzharness.reports import tables, triage_tables
     from fuzzharness.reports.load import load_campaigns
 
     data = load_campaigns(campaigns)
@@ -112,7 +112,7 @@ def test_tables_agree_with_the_database(campaigns):
     assert (b[b["title"].str.contains("test_matmul_off_by_one")]["known"] == "new").all()
 
     # the feature census: lowered cases per target and shares, from the coverage tables
-    census = tables.feature_census(data)
+    census = triage_tables.feature_census(data)
     lowered: dict[str, int] = {}
     for d in campaigns:
         for target, n in db_rows(d, "SELECT value, accepted FROM coverage WHERE axis = 'census'"):

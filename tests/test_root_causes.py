@@ -10,14 +10,13 @@ import json
 import pytest
 
 from fuzzharness.buckets.known_bugs import KnownBugs, corpus_bugs
+from fuzzharness.buckets.priority import minimize_order, severity
 from fuzzharness.buckets.root_causes import (
     SCHEDULE_CULPRIT,
     VERSION,
     RootCause,
     culprit_of,
-    minimize_order,
     root_cause,
-    severity,
 )
 from fuzzharness.buckets.signatures import Signature
 from fuzzharness.core.case import Case
@@ -587,7 +586,7 @@ def test_root_causes_of_one_known_bug_are_one_distinct_bug():
     grouped = known.group_root_causes(rows, "0.27.0")
     assert [(g["known"], g["buckets"], g["cases"]) for g in grouped] == [
         ("loop-partition-reduction-init", ["a", "b"], 4), ("", ["c"], 2)]
-    from fuzzharness.buckets.root_causes import distinct_bugs
+    from fuzzharness.buckets.distinct import distinct_bugs
 
     d = distinct_bugs(grouped)
     assert (d["count"], d["root_causes"], d["verified_repros"]) == (2, 3, 3)

@@ -51,10 +51,7 @@ gives different keys.  The key carries :data:`VERSION`; :meth:`RootCause.from_di
 the fields of an older version and keys them the current way (databases, findings, corpus
 entries written before are migrated by reading them).
 
-Severity (:func:`severity`) orders the buckets a campaign minimizes: wrong results, nan/inf
-and crashes of the generated code first (a silent miscompile is what a user cannot see),
-then hangs and crashes of the compiler, then internal compile errors, then reference
-mismatches and order-preserving divergences; within a class the most frequent first.
+The order in which buckets are minimized: :mod:`fuzzharness.buckets.priority`.
 """
 
 from __future__ import annotations
@@ -69,7 +66,7 @@ from fuzzharness.core.kinds import bucket_kind
 
 #: symptoms folded into one class for root causes
 WRONG_OUTPUT = "wrong_output"
-_WRONG = ("wrong_result", "nan_inf")
+WRONG_STATUSES = ("wrong_result", "nan_inf")
 #: the culprit when no single disabled pass fixes a wrong output: the scheduled TIR is wrong
 SCHEDULE_CULPRIT = "schedule"
 #: target keys that are the target itself, not an option
@@ -138,35 +135,11 @@ SHAPE_FACTS = frozenset({"reduction_init_missing", "reduction_init_repeated",
 #: evidence types: how a root cause was decided (see the module docstring)
 EVIDENCE = ("error_text", "ir_shape", "step_site", "trigger")
 
-SEVERITY_LABELS = ("wrong result / nan / crash of the generated code", "hang or compiler crash",
-                   "internal compile error", "reference mismatch / order divergence")
-
-
-def severity(sig: Signature) -> int:
-    """0 (most severe) … 3; see the module docstring."""
-    if sig.symptom in _WRONG or (sig.symptom == "crash" and sig.stage in ("run", "verify")):
-        return 0
-    if sig.symptom in ("timeout", "crash"):
-        return 1
-    if sig.symptom == "compile_error":
-        return 2
-    return 3
-
-
-def minimize_order(buckets: list[dict[str, Any]], probably_known: set[str] = frozenset()
-                   ) -> list[dict[str, Any]]:
-    """Buckets (rows with ``key``, ``signature``, ``count``, ``example_idx``) in the order to
-    minimize them: severity class, then new before *probably known* (a raw match that the
-    minimized case must confirm), then most frequent, then the earliest seen."""
-    return sorted(buckets, key=lambda b: (severity(b["signature"]), b["key"] in probably_known,
-                                          -int(b["count"]), int(b["example_idx"])))
-
-
 def symptom_class(sig: Signature) -> str:
     """The symptom as one bug shows it: ``wrong_output`` for wrong values and nan alike;
     :data:`MEMORY_CRASH` for a kernel that corrupts memory, whichever check noticed it first
     (a guard zone, the MMU, glibc's heap checks); else the status with the crash kind."""
-    if sig.symptom in _WRONG:
+    if sig.symptom in WRONG_STATUSES:
         return WRONG_OUTPUT
     if sig.symptom == "crash" and sig.kind in MEMORY_KINDS and sig.stage in KERNEL_STAGES:
         return MEMORY_CRASH
@@ -400,28 +373,6 @@ def culprit_of(triage: Any, symptom: str) -> str:
     implicated = getattr(triage, "implicated", None) or []
     if implicated:
         return str(implicated[0])
-    if symptom in _WRONG and getattr(triage, "passes", None):
+    if symptom in WRONG_STATUSES and getattr(triage, "passes", None):
         return SCHEDULE_CULPRIT
     return ""
-
-
-def distinct_bugs(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The campaign's distinct bugs as plain data (``run --json``, ``status --json``), from
-    :meth:`fuzzharness.campaign.db.ResultsDB.root_causes` rows (known bugs grouped by
-    :meth:`fuzzharness.buckets.known_bugs.KnownBugs.group_root_causes`): ``count`` (bugs),
-    ``root_causes``,
-    ``buckets`` (minimized and attached), ``verified_repros``, ``attached`` and one entry per
-    bug with its best repro and its member buckets."""
-    return {
-        "count": len(rows),
-        "root_causes": sum(len(r.get("root_causes") or [r["key"]]) for r in rows),
-        "buckets": sum(len(r["buckets"]) + len(r.get("attached") or ()) for r in rows),
-        "verified_repros": sum(int(r.get("repros", len(r["buckets"]))) for r in rows),
-        "attached": sum(len(r.get("attached") or ()) for r in rows),
-        "bugs": [{"key": r["key"], "title": r["title"], "cases": r["cases"],
-                  "known": r.get("known", ""), "root_causes": r.get("root_causes", [r["key"]]),
-                  "evidence": (r.get("fields") or {}).get("evidence", ""),
-                  "culprit": (r.get("fields") or {}).get("culprit", ""),
-                  "repro": r["path"], "buckets": r["buckets"],
-                  "attached": sorted(r.get("attached") or ())} for r in rows],
-    }

@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fuzzharness.buckets.distinct import distinct_bugs
 from fuzzharness.buckets.findings import campaign_findings
 from fuzzharness.buckets.known_bugs import KnownBugs
-from fuzzharness.buckets.root_causes import distinct_bugs
 from fuzzharness.campaign import coverage
 from fuzzharness.campaign.db import ResultsDB
 from fuzzharness.campaign.settings import SettingsError

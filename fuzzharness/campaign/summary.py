@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from fuzzharness.buckets.distinct import distinct_bugs
 from fuzzharness.buckets.findings import SEVERITIES, campaign_findings, severity
-from fuzzharness.buckets.root_causes import distinct_bugs
 from fuzzharness.campaign import coverage
 from fuzzharness.campaign.outcome import BucketReport, CampaignSummary
 from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_HARNESS, EXIT_OK

@@ -39,6 +39,12 @@ from fuzzharness.commands.common import (
     seconds,
     seconds_or_zero,
 )
+from fuzzharness.commands.target_option import (
+    default_mix,
+    describe_targets,
+    target_mix_option,
+    target_option,
+)
 from fuzzharness.core.errors import UsageError
 
 HELP = "run a fuzz campaign"
@@ -144,43 +150,6 @@ def interrupted_hint(args) -> str:
     return f"the finished cases are stored; continue with: fuzzharness run {where} --resume"
 
 
-def _target(text: str | None) -> dict | None:
-    """A preset name (fuzzharness.generators.cases.TARGET_PRESETS) or a JSON target dict."""
-    from fuzzharness.generators.cases import TARGET_PRESETS
-
-    if text is None:
-        return None
-    if text.lstrip().startswith("{"):
-        try:
-            target = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise UsageError(f"--target: not valid JSON ({e})") from None
-        if not isinstance(target, dict):
-            raise UsageError("--target: a JSON target must be an object")
-        return target
-    from fuzzharness.backends import backends
-
-    name = text.strip()
-    if name in TARGET_PRESETS:
-        return dict(TARGET_PRESETS[name])
-    if name in backends:
-        return {"kind": name}
-    raise UsageError(f"unknown target {name!r}; known: {', '.join(TARGET_PRESETS)}, "
-                     "another registered backend kind, or a JSON target dict")
-
-
-def _targets(text: str | None) -> list[dict] | None:
-    """``--target a,b,c`` → a target mix (None: one target or none named)."""
-    from fuzzharness.generators import targets
-
-    if text is None or text.lstrip().startswith("{") or "," not in text:
-        return None
-    try:
-        return targets.parse(text)
-    except ValueError as e:
-        raise UsageError(f"--target: {e}") from None
-
-
 def _run_overrides(args) -> dict:
     """Flags about how long and how the campaign runs (allowed on resume)."""
     over = {"time_budget": args.time_budget, "max_cases": args.max_cases,
@@ -215,38 +184,18 @@ def settings_from_args(args):
     if args.max_cases and args.time_budget is None and "time_budget" not in toml_keys:
         over["time_budget"] = 0.0  # --max-cases alone means "run exactly N"
     s = dataclasses.replace(s, **over)
-    mix = _targets(args.target)
+    mix = target_mix_option(args.target)
     gen = {k: v for k, v in {
         "workloads": name_list("--workloads", args.workloads),
         "dtypes": name_list("--dtypes", args.dtypes),
         "primitives": name_list("--primitives", args.primitives), "max_steps": args.max_steps,
-        "target": mix[0] if mix else _target(args.target), "graph_fraction": args.graph_fraction,
+        "target": mix[0] if mix else target_option(args.target), "graph_fraction": args.graph_fraction,
         "feedback": args.feedback,
         "targets": tuple(mix) if mix else None,
     }.items() if v is not None}
     s = dataclasses.replace(s, generation=dataclasses.replace(s.generation, **gen))
     named = args.target is not None or ({"target", "targets"} & set(toml_gen))
     return s if named else default_mix(s)
-
-
-def default_mix(s):
-    """The default campaign's targets (generators/targets.py): llvm, plus OpenCL and Adreno
-    when an OpenCL runtime can run them here; the reason goes to the campaign header."""
-    from fuzzharness.generators import targets
-
-    if s.rpc:
-        s.target_note = "llvm only: kernels run on a remote device (--rpc-*)"
-        return s
-    if s.tvm_python:
-        s.target_note = "llvm only: workers run under --tvm-python (name --target to mix)"
-        return s
-    mix, shares, why = targets.default_targets()
-    s.target_note = why
-    if len(mix) == 1:
-        return s
-    return dataclasses.replace(s, generation=dataclasses.replace(
-        s.generation, target=mix[0], targets=tuple(mix), target_shares=tuple(shares)),
-        target_note=why)
 
 
 def resume_overrides(args) -> dict:
@@ -305,13 +254,6 @@ def minimize_budget(args) -> float:
         if not math.isfinite(budget) or budget < 0:
             raise UsageError(f"${MINIMIZE_BUDGET_ENV}={text!r} is not a number of seconds ≥ 0")
     return 0.0 if args.no_minimize else budget
-
-
-def describe_targets(s) -> str:
-    """``target llvm`` or ``targets llvm 70 %, opencl 10 %, adreno 20 %``."""
-    from fuzzharness.generators.targets import describe
-
-    return describe(s.generation.target, s.generation.targets, s.generation.target_shares)
 
 
 def main(args, argv) -> int:

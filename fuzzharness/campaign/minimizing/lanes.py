@@ -11,7 +11,7 @@ pool's task stream (:meth:`Lanes.next_task`, :meth:`Lanes.deliver`):
   that run the campaign's cases; ``limit`` (the argument of :meth:`next_task`) caps how many
   of them a lane's candidates may hold at once — a share of the workers while the campaign
   runs, all of them afterwards;
-* buckets are taken in **severity order** (:func:`fuzzharness.buckets.root_causes.minimize_order`):
+* buckets are taken in **severity order** (:func:`fuzzharness.buckets.priority.minimize_order`):
   wrong results, nan/inf and crashes of the generated code first, then hangs, then internal
   compile errors, then reference mismatches; new buckets before *probably known* ones (a raw
   match with a known bug that the minimized case must confirm); the most frequent first.
@@ -46,7 +46,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fuzzharness.buckets.root_causes import mechanism_key, minimize_order
+from fuzzharness.buckets.priority import minimize_order
+from fuzzharness.buckets.root_causes import mechanism_key
 from fuzzharness.campaign.db import ResultsDB
 from fuzzharness.core import interpreter
 from fuzzharness.engine.executor import TaskResult
