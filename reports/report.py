@@ -159,7 +159,7 @@ def _table(frame: pd.DataFrame, *, index: bool = True, floats: str = "{:.3g}") -
     return text
 
 
-def _rel(path: str | Path, base_dir: Path) -> str:
+def rel_path(path: str | Path, base_dir: Path) -> str:
     try:
         return os.path.relpath(Path(path).resolve(), base_dir.resolve())
     except ValueError:  # another drive (Windows)
@@ -197,7 +197,7 @@ def render_html(rep: Report, out: Path) -> str:
         parts.append('<p class="note">verified repros grouped by root cause: an error\'s text, '
                      "the IR shape of its mechanism, or its minimal trigger "
                      "(fuzzharness/buckets/root_causes.py); one repro each.</p>")
-        parts.append(_table(rc.assign(repro=[_rel(p, out) if p else "" for p in rc["repro"]]),
+        parts.append(_table(rc.assign(repro=[rel_path(p, out) if p else "" for p in rc["repro"]]),
                             index=False))
     parts.append(f'<h2 id="new">New findings ({t["new"]})</h2>')
     parts.append('<p class="note">findings that match no known bug, most severe first '
@@ -248,7 +248,7 @@ def render_html(rep: Report, out: Path) -> str:
 
     parts.append("<h3>Feature census of the lowered programs</h3>")
     parts.append(f'<p class="note">{_e(CENSUS_NOTE)}</p>')
-    parts.append(_table(_census_cells(rep.census)))
+    parts.append(_table(census_cells(rep.census)))
 
     parts.append("<h3>Error/bound ratios of passing cases</h3>")
     parts.append('<p class="note">worst |actual − reference| / bound per passing case; 1 is '
@@ -278,7 +278,7 @@ def _repro_cell(r: pd.Series, base: Path) -> str:
     status = r["repro_status"] or "not minimized"
     badge = _badge(status, REPRO_COLORS.get(status, "#7f8c8d"))
     if r["repro_path"]:
-        link = _rel(Path(r["repro_path"]) / "repro.py", base)
+        link = rel_path(Path(r["repro_path"]) / "repro.py", base)
         cell = f'<a href="{_e(link)}">{_e(link)}</a><br>{badge}'
     else:
         cell = badge
@@ -295,7 +295,7 @@ def _finding_rows(frame: pd.DataFrame, base: Path, *, known: bool = False) -> li
         if r.get("baseline"):  # run --baseline: what the baseline TVM did with it
             label += " " + _badge(r["baseline"], "#8e44ad" if r["baseline"] == "regression"
                                   else "#7f8c8d")
-        camp = _rel(r["example_campaign"], base)
+        camp = rel_path(r["example_campaign"], base)
         rows.append(
             f'<tr><td class="l nw">{sev} {label}</td><td>{r["count"]}</td>'
             f'<td class=l>{_e(r["title"])}<br><span class=note>{_e(r["key"])} · '
@@ -342,7 +342,7 @@ CENSUS_NOTE = ("share of each target's lowered cases whose program had the featu
                "the goal features come first, 0 % where none had it")
 
 
-def _census_cells(census: pd.DataFrame) -> pd.DataFrame:
+def census_cells(census: pd.DataFrame) -> pd.DataFrame:
     """Shares as percentages, the lowered-case counts as integers."""
     if census.empty:
         return census
@@ -352,80 +352,3 @@ def _census_cells(census: pd.DataFrame) -> pd.DataFrame:
             lambda v: "" if pd.isna(v) else f"{100 * v:.1f} %")
         out.loc[i] = [fmt(v) for v in census.loc[i]]
     return out
-
-
-# -- markdown ------------------------------------------------------------------------------------
-def md_table(frame: pd.DataFrame, *, index: bool = False, floats: str = "{:.3g}") -> str:
-    if frame is None or frame.empty:
-        return "_(none)_\n"
-    f = frame.reset_index() if index else frame
-    cols = [str(c) for c in f.columns]
-
-    def cell(v: Any) -> str:
-        if isinstance(v, float):
-            return "" if pd.isna(v) else floats.format(v)
-        return str("" if v is None else v).replace("|", "\\|").replace("\n", " ")
-
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in f.itertuples(index=False)]
-    return "\n".join(lines) + "\n"
-
-
-def render_markdown(rep: Report, html_name: str | None = None, md_path: Path | None = None,
-                    top: int = 15) -> str:
-    """The summary for a CI job page; paths relative to ``md_path``'s directory (None:
-    to the current directory, where a CI job's shell is)."""
-    base = (md_path.parent if md_path is not None else Path.cwd())
-    t = rep.totals
-    out = [f"## tvm-fuzzharness: {t['new']} new findings ({t['new_high']} high severity), "
-           f"{t['cases']} cases, {t['findings']} TVM findings in {t['buckets']} buckets\n"]
-    if t["harness_errors"]:
-        out.append(f"**{t['harness_errors']} harness errors** (bugs in this harness, not TVM).\n")
-    if len(rep.nights) > 1:
-        out.append("\n### Night by night: what changed\n")
-        out.append(NIGHTLY_NOTE + "\n\n")
-        out.append(md_table(rep.nights))
-        out.append("\n" + md_table(rep.night_bugs.head(top * 2)))
-    rc = rep.root_causes
-    if len(rc):  # what a maintainer files leads, as on the HTML page
-        out.append(f"\n### Distinct bugs: {len(rc)} (root causes, from {int(rc['buckets'].sum())} minimized buckets)\n")
-        out.append(md_table(rc.head(top)[["cases", "buckets", "attached", "title", "repro"]]))
-    f = rep.findings
-    new = f[f["new"]] if not f.empty else f
-    out.append(f"\n### New findings ({len(new)})\n")
-    if len(new):
-        shown = new.head(top)
-        out.append(md_table(pd.DataFrame({
-            "severity": shown["severity"], "cases": shown["count"], "finding": shown["title"],
-            "bucket": shown["key"],
-            "repro": [_rel(Path(p) / "repro.py", base) if p else "" for p in shown["repro_path"]],
-            "repro status": [s + (f" ({n})" if n else "") for s, n in
-                             zip(shown["repro_status"], shown["repro_note"], strict=True)],
-        })))
-        if len(new) > top:
-            out.append(f"\n… and {len(new) - top} more.\n")
-    elif t["findings"]:
-        out.append("none — every finding matches a known bug.\n")
-    else:
-        out.append("none — no TVM findings.\n")
-    if len(rep.known):
-        out.append(f"\n### Known bugs seen ({len(rep.known)})\n")
-        out.append(md_table(rep.known[["bug", "link", "buckets", "cases"]]))
-    if len(rep.trends) > 1:
-        out.append("\n### Trends\n")
-        out.append(md_table(rep.trends, floats="{:g}"))
-    out.append("\n### Campaigns\n")
-    out.append(md_table(rep.summary, floats="{:g}"))
-    out.append("\nverdicts: " + ", ".join(f"{k} {v}" for k, v in rep.status.items()) + "\n")
-    if not rep.census.empty:
-        out.append("\n### Feature census (share of each target's lowered cases)\n")
-        out.append(md_table(_census_cells(rep.census), index=True))
-    out.append("\n### Closest passing cases to the bound (error/bound, 1 = bound)\n")
-    out.append(md_table(rep.ratios, index=True))
-    r = rep.rates[rep.rates["cases"] >= 5].head(10) if not rep.rates.empty else rep.rates
-    out.append("\n### Highest failure rates by primitive (≥ 5 cases)\n")
-    out.append(md_table(r.assign(rate=r["rate"].map("{:.1%}".format)) if len(r) else r,
-                        index=True))
-    if html_name:
-        out.append(f"\nFull report with plots: `{html_name}`\n")
-    return "\n".join(out)

@@ -70,7 +70,7 @@ def _two_kernels_host_loop(params):
 
 def test_launch_plan_is_read_from_the_lowered_host_function():
     from fuzzharness.backends.device import codegen_device, lower_device
-    from fuzzharness.backends.launch import LaunchPlan
+    from fuzzharness.backends.launch_plan import LaunchPlan
 
     params = {"M": 5, "N": 16, "K": 8, "dtype": "float32"}
     sch = _two_kernels_host_loop(params)

@@ -44,7 +44,7 @@ from fuzzharness.backends.device import (
     codegen_device,
     lower_device,
 )
-from fuzzharness.backends.launch import LaunchPlan
+from fuzzharness.backends.launch_plan import LaunchPlan
 from fuzzharness.backends.redzone import check_redzone, redzone_bytes, with_redzone
 from fuzzharness.oracles.numerics import numpy_dtype
 

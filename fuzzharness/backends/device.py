@@ -20,7 +20,7 @@ import dataclasses
 from typing import Any
 
 from fuzzharness.backends import launch
-from fuzzharness.backends.launch import LaunchPlan
+from fuzzharness.backends.launch_plan import LaunchPlan
 
 
 class GeneratedCodeError(Exception):

@@ -39,7 +39,7 @@ from fuzzharness.backends.device import (
     codegen_device,
     lower_device,
 )
-from fuzzharness.backends.launch import Texture
+from fuzzharness.backends.launch_plan import Texture
 from fuzzharness.backends.redzone import (  # shared with CUDA and the llvm guard zones
     check_redzone,
     redzone_bytes,

@@ -62,7 +62,8 @@ def output_paths(args) -> tuple[Path, str]:
 def main(args, argv) -> int:
     from fuzzharness.core.errors import EXIT_OK
     from fuzzharness.core.storage import check_writable_file, write_text_atomic
-    from fuzzharness.reports.report import build, render_html, render_markdown
+    from fuzzharness.reports.markdown import render_markdown
+    from fuzzharness.reports.report import build, render_html
 
     html, md_target = output_paths(args)
     check_writable_file(html, "the report")

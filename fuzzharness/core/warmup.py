@@ -6,7 +6,7 @@ functions.  Workers are persistent, so the cost lands on whichever case first ne
 a loaded machine that can exceed a short per-case timeout and turn an innocent case into a
 ``timeout`` finding.  Code that pays such a cost goes through :func:`once`; inside a worker a
 notifier tells the driver when the setup starts and ends, and the driver stops the case's
-clock meanwhile (the setup has its own, generous limit: ``pool.SETUP_TIMEOUT``).
+clock meanwhile (the setup has its own, generous limit: ``worker_process.SETUP_TIMEOUT``).
 """
 
 from __future__ import annotations

@@ -33,7 +33,6 @@ exits: iterate :meth:`WorkerPool.run` from a thread that outlives the pool.
 from __future__ import annotations
 
 import collections
-import dataclasses
 import os
 import selectors
 import signal
@@ -41,7 +40,6 @@ import subprocess
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 from fuzzharness.core import interpreter
 from fuzzharness.core.errors import UsageError
@@ -55,38 +53,24 @@ from fuzzharness.engine.executor import (
     Task,
     TaskResult,
 )
+from fuzzharness.engine.worker_process import (
+    FRESH_SLOT,
+    SETUP_TIMEOUT,
+    WorkerProcess,
+    drain,
+    fresh_child_result,
+    process_label,
+    tail_of,
+)
 
-SETUP_TIMEOUT = 300.0  # a one-time setup inside a task (tensor intrinsics: ~4-12 s)
 READY_TIMEOUT = 120.0  # importing TVM takes ~1 s; a loaded CI machine can be much slower
 MAX_START_FAILURES = 3  # consecutive workers dead before "ready": give up
-FRESH_SLOT = -1  # the zygote that forks a fresh worker per "fresh" task
 
 __all__ = ["TaskResult", "WorkerPool", "WorkerStartError"]
 
 
 class WorkerStartError(UsageError):
     """Worker processes die before they are ready (broken install, plugin or limit)."""
-
-
-@dataclasses.dataclass
-class _Worker:
-    slot: int
-    proc: subprocess.Popen
-    log_path: Path
-    buf: bytearray = dataclasses.field(default_factory=bytearray)
-    ready: bool = False
-    retiring: bool = False  # sent "bye": its EOF is a planned exit
-    task: Task | None = None
-    case: dict[str, Any] | None = None
-    stage: str = Stage.GENERATE.value
-    started: float = 0.0
-    setup_since: float | None = None  # in a one-time setup since (fuzzharness/warmup.py)
-    child: int | None = None  # the zygote's forked worker running the task (FRESH_SLOT only)
-
-    def overdue(self, now: float, timeout: float) -> bool:
-        if self.setup_since is not None:
-            return now - self.setup_since > SETUP_TIMEOUT
-        return now - self.started > timeout
 
 
 class WorkerPool(Executor):
@@ -113,7 +97,7 @@ class WorkerPool(Executor):
         self.recycled = 0  # retired themselves (memory high-water mark) and were replaced
         self.tvm_versions: set[str] = set()  # what the workers' "ready" said they import
         self._sel = selectors.DefaultSelector()
-        self._workers: dict[int, _Worker] = {}
+        self._workers: dict[int, WorkerProcess] = {}
         self._start_failures = 0
 
     @classmethod
@@ -122,7 +106,7 @@ class WorkerPool(Executor):
                    log_dir=config.log_dir, env=config.env, hygiene=config.hygiene)
 
     # -- lifecycle --------------------------------------------------------------------------
-    def _spawn(self, slot: int) -> _Worker:
+    def _spawn(self, slot: int) -> WorkerProcess:
         fresh = slot == FRESH_SLOT
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -143,12 +127,12 @@ class WorkerPool(Executor):
         )
         log.close()
         os.set_blocking(proc.stdout.fileno(), False)
-        w = _Worker(slot, proc, log_path, started=time.monotonic())
+        w = WorkerProcess(slot, proc, log_path, started=time.monotonic())
         self._workers[slot] = w
         self._sel.register(proc.stdout, selectors.EVENT_READ, w)
         return w
 
-    def _retire(self, w: _Worker, *, kill: bool) -> int | None:
+    def _retire(self, w: WorkerProcess, *, kill: bool) -> int | None:
         self._sel.unregister(w.proc.stdout)
         if kill and w.proc.poll() is None:
             try:
@@ -167,10 +151,10 @@ class WorkerPool(Executor):
         w.proc.stdout.close()
         return rc
 
-    def _replace(self, w: _Worker) -> tuple[int | None, str]:
+    def _replace(self, w: WorkerProcess) -> tuple[int | None, str]:
         """Stop ``w`` (killing it if needed), read its log tail, start a fresh one in its slot."""
         rc = self._retire(w, kill=True)
-        tail = _tail(w.log_path)
+        tail = tail_of(w.log_path)
         self._spawn(w.slot)
         return rc, tail
 
@@ -284,7 +268,7 @@ class WorkerPool(Executor):
             for key, _ in self._sel.select(timeout=min(wait, 0.5)):
                 w = key.data
                 if w is None:  # the wake-up pipe: a task may be ready
-                    _drain(key.fd)
+                    drain(key.fd)
                     continue
                 if self._workers.get(w.slot) is not w:
                     continue  # replaced while handling an earlier event of this batch
@@ -312,7 +296,7 @@ class WorkerPool(Executor):
                         f"worker {w.slot} did not start within {READY_TIMEOUT:g} s; "
                         f"see {w.log_path}")
 
-    def _assign(self, w: _Worker, task: Task) -> None:
+    def _assign(self, w: WorkerProcess, task: Task) -> None:
         w.task, w.case, w.stage, w.started = task, task.get("case"), Stage.GENERATE.value, time.monotonic()
         w.setup_since, w.child = None, None
         try:
@@ -321,7 +305,7 @@ class WorkerPool(Executor):
         except BrokenPipeError:
             pass  # the death is noticed on the next read
 
-    def _read(self, w: _Worker) -> TaskResult | None:
+    def _read(self, w: WorkerProcess) -> TaskResult | None:
         try:
             chunk = os.read(w.proc.stdout.fileno(), 1 << 16)
         except BlockingIOError:
@@ -370,11 +354,11 @@ class WorkerPool(Executor):
                 except (KeyError, TypeError, ValueError) as e:
                     return self._protocol_error(w, f"unreadable verdict ({e})")
                 result = TaskResult(w.task, w.case, verdict, w.slot, time.monotonic() - w.started,
-                                    _process(w))
+                                    process_label(w))
                 w.task, w.case = None, None
         return result
 
-    def _idle_exit(self, w: _Worker) -> None:
+    def _idle_exit(self, w: WorkerProcess) -> None:
         """A worker without a task closed its pipe: retired itself, or failed to start."""
         if w.retiring:
             self.recycled += 1
@@ -383,7 +367,7 @@ class WorkerPool(Executor):
             if self._start_failures >= MAX_START_FAILURES:
                 self._retire(w, kill=True)
                 del self._workers[w.slot]
-                last = [ln for ln in _tail(w.log_path).splitlines() if ln.strip()]
+                last = [ln for ln in tail_of(w.log_path).splitlines() if ln.strip()]
                 raise WorkerStartError(
                     f"worker processes exit before they are ready ({self._start_failures} in a row)"
                     + (f": {last[-1].strip()[:200]}" if last else f"; see {w.log_path}"))
@@ -391,70 +375,24 @@ class WorkerPool(Executor):
             self.restarts += 1
         self._replace(w)
 
-    def _protocol_error(self, w: _Worker, problem: str) -> TaskResult | None:
+    def _protocol_error(self, w: WorkerProcess, problem: str) -> TaskResult | None:
         task, case, stage = w.task, w.case, w.stage
         _, tail = self._replace(w)
         self.restarts += 1
         if task is None:
             return None
         return TaskResult(task, case, worker_deaths.protocol_verdict(problem, stage, tail), w.slot,
-                          time.monotonic() - w.started, _process(w))
+                          time.monotonic() - w.started, process_label(w))
 
-    def _fresh_ended(self, w: _Worker, returncode: int | None) -> TaskResult:
-        """The zygote's child died (``returncode``) or overran the timeout (None: killed
-        here, with its process group); the zygote itself stays."""
-        task, case, stage, elapsed = w.task, w.case, w.stage, time.monotonic() - w.started
-        process = _process(w)
-        if returncode is None and w.child is not None:
-            for kill in (os.killpg, os.kill):  # its group (compilers too), at least itself
-                try:
-                    kill(w.child, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+    def _fresh_ended(self, w: WorkerProcess, returncode: int | None) -> TaskResult:
         self.restarts += 1
-        log_tail = _tail(w.log_path)
-        if returncode is None:
-            verdict = worker_deaths.timeout_verdict(self.timeout, stage, log_tail, elapsed=elapsed)
-        else:
-            verdict = worker_deaths.death_verdict(returncode, stage, log_tail, elapsed=elapsed)
-        w.task, w.case, w.child = None, None, None
-        return TaskResult(task, case, verdict, w.slot, elapsed, process)
+        return fresh_child_result(w, returncode, self.timeout)
 
-    def _finish_dead(self, w: _Worker, *, timed_out: bool) -> TaskResult:
+    def _finish_dead(self, w: WorkerProcess, *, timed_out: bool) -> TaskResult:
         task, case, stage, elapsed = w.task, w.case, w.stage, time.monotonic() - w.started
-        process = _process(w)
+        process = process_label(w)
         rc, log_tail = self._replace(w)
         self.restarts += 1
-        if timed_out:
-            verdict = worker_deaths.timeout_verdict(self.timeout, stage, log_tail, elapsed=elapsed)
-        else:
-            verdict = worker_deaths.death_verdict(rc, stage, log_tail, elapsed=elapsed)
+        verdict = worker_deaths.ended_verdict(rc, self.timeout, stage, log_tail,
+                                              timed_out=timed_out, elapsed=elapsed)
         return TaskResult(task, case, verdict, w.slot, elapsed, process)
-
-
-
-
-def _drain(fd: int) -> None:
-    try:
-        while os.read(fd, 4096):
-            pass
-    except (BlockingIOError, OSError):
-        pass
-
-
-def _process(w: _Worker) -> str:
-    """Which process ran the task: the worker's pid; ``fresh/<pid>`` for a zygote's child."""
-    if w.slot == FRESH_SLOT:
-        return f"fresh/{w.child if w.child is not None else w.proc.pid}"
-    return str(w.proc.pid)
-
-
-def _tail(path: Path, limit: int = 4000) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - limit))
-            return f.read().decode(errors="replace")
-    except OSError:
-        return ""

@@ -66,13 +66,8 @@ from fuzzharness.core.errors import UsageError
 from fuzzharness.core.verdict import Verdict
 from fuzzharness.engine import worker_deaths
 from fuzzharness.engine.executor import Executor, ExecutorConfig, Task, TaskResult
-from fuzzharness.engine.pool import (
-    MAX_START_FAILURES,
-    READY_TIMEOUT,
-    SETUP_TIMEOUT,
-    WorkerPool,
-    WorkerStartError,
-)
+from fuzzharness.engine.pool import MAX_START_FAILURES, READY_TIMEOUT, WorkerPool, WorkerStartError
+from fuzzharness.engine.worker_process import SETUP_TIMEOUT
 
 FORWARDED_ENV_PREFIX = "FUZZHARNESS_"
 WATCHDOG_SLACK = 60.0  # on top of timeout + start-up + setup allowances

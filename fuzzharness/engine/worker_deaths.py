@@ -135,6 +135,14 @@ def timeout_verdict(timeout: float, stage: str | Stage | None, log_tail: str, *,
     return v
 
 
+def ended_verdict(returncode: int | None, timeout: float, stage: str | Stage | None,
+                  log_tail: str, *, timed_out: bool, elapsed: float) -> Verdict:
+    """A task's process ended without a verdict: over its timeout, or dead of ``returncode``."""
+    if timed_out:
+        return timeout_verdict(timeout, stage, log_tail, elapsed=elapsed)
+    return death_verdict(returncode, stage, log_tail, elapsed=elapsed)
+
+
 def protocol_verdict(problem: str, stage: str | Stage | None, log_tail: str) -> Verdict:
     """The worker answered something the driver cannot read: a harness bug, not TVM's."""
     return Verdict(Status.HARNESS_ERROR, _stage(stage),

@@ -23,7 +23,7 @@ first runs the graph with each one's schedule alone (:func:`one_function_cases`)
 exactly one of them fails the same way, its trace is probed (a softmax's loop_partition bug
 kept a bystander subtract's vectorize); otherwise none is named.  The step is evidence for
 recognizing a *known* bug reached by a longer route (a known bug whose trigger is one
-primitive, :meth:`fuzzharness.buckets.known_bugs.KnownBug.matches_minimized`), and with the
+primitive, :meth:`fuzzharness.buckets.known_bug.KnownBug.matches_minimized`), and with the
 *site* it acted on (:mod:`fuzzharness.minimize.step_site`) it keys a root cause: the step
 alone would merge different bugs that go wrong at one primitive (pad_einsum, reindex,
 cache_write each have several; benchmarks/dedup_precision.py --steps measured 6 false merges

@@ -35,12 +35,9 @@ Everything here is plain bookkeeping in the owner's process: no TVM, no minimiza
 from __future__ import annotations
 
 import collections
-import dataclasses
-import json
 import os
 import queue
 import subprocess
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -49,6 +46,7 @@ from typing import Any
 from fuzzharness.buckets.priority import minimize_order
 from fuzzharness.buckets.root_causes import mechanism_key
 from fuzzharness.campaign.db import ResultsDB
+from fuzzharness.campaign.minimizing.lane_process import LaneProcess, killpg, spawn_lane
 from fuzzharness.core import interpreter
 from fuzzharness.engine.executor import TaskResult
 from fuzzharness.engine.worker_deaths import signal_name
@@ -62,18 +60,6 @@ READY_TIMEOUT = 180.0  # a lane imports TVM; a loaded machine can be slow
 TASK_PREFIX = "m"  # a lane task's id: "m<lane>:<n>" (campaign tasks are case indices)
 SKIPPED = "skipped (budget)"
 ATTACHED = "attached"  # placed in a root cause already found, by its mechanism (not minimized)
-
-
-@dataclasses.dataclass
-class _Lane:
-    id: int
-    proc: subprocess.Popen
-    outbox: queue.Queue
-    started: float
-    ready: bool = False
-    job: dict[str, Any] | None = None  # the bucket row being minimized
-    job_started: float = 0.0
-    alive: bool = True
 
 
 class Lanes:
@@ -99,7 +85,7 @@ class Lanes:
         self.offered: set[str] = set()
         self.pending: set[str] = set()
         self.probably_known: set[str] = set()
-        self._lanes: dict[int, _Lane] = {}
+        self._lanes: dict[int, LaneProcess] = {}
         self._next_lane = 0
         self._queue: collections.deque[dict[str, Any]] = collections.deque()
         self._in_flight: dict[str, int] = {}  # task id → lane id
@@ -204,7 +190,7 @@ class Lanes:
             try:
                 lane.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                _killpg(lane.proc)
+                killpg(lane.proc)
                 lane.proc.wait()
         self._lanes.clear()
         for fd in (self._wake_r, self._wake_w):
@@ -274,7 +260,7 @@ class Lanes:
         fair = left * self.n / max(1, len(self.pending) + 1) - REPRO_OVERHEAD
         return max(5.0, min(self.per_bucket, max(MIN_SHARE, fair), left - REPRO_OVERHEAD))
 
-    def _start_job(self, lane: _Lane, b: dict[str, Any], now: float) -> None:
+    def _start_job(self, lane: LaneProcess, b: dict[str, Any], now: float) -> None:
         budget = self._budget(now)
         example = self.db.find_case(str(b["example_idx"]))
         job = dict(self._base, key=b["key"], title=b["title"], count=b["count"],
@@ -317,7 +303,7 @@ class Lanes:
         elif "done" in msg:
             self._done(lane, msg["done"])
 
-    def _done(self, lane: _Lane, done: dict[str, Any]) -> None:
+    def _done(self, lane: LaneProcess, done: dict[str, Any]) -> None:
         r = done["result"]
         res = BucketRepro(**{**r, "dir": Path(r["dir"]) if r.get("dir") else None})
         if done.get("record") is not None:
@@ -332,7 +318,7 @@ class Lanes:
                     else "")
                  + f", {res.seconds:.0f} s" + (f" ({res.note[:80]})" if res.note else ""))
 
-    def _lost(self, lane: _Lane, why: str) -> None:
+    def _lost(self, lane: LaneProcess, why: str) -> None:
         lane.alive = False
         if lane.job is not None:
             b = lane.job
@@ -362,74 +348,26 @@ class Lanes:
             "minimize_runs": res.runs, "title": res.title,
             "notes": [f"{res.status}: {res.note}" if res.note else res.status]})
 
-    def _kill(self, lane: _Lane, why: str) -> None:
-        _killpg(lane.proc)
+    def _kill(self, lane: LaneProcess, why: str) -> None:
+        killpg(lane.proc)
         lane.proc.wait()
         self._lost(lane, why)
 
     def _spawn(self) -> None:
         self._next_lane += 1
-        lane_id = self._next_lane
-        if self.log_dir is not None:
-            self.log_dir.mkdir(parents=True, exist_ok=True)
-            log = open(self.log_dir / f"lane-{lane_id}.log", "ab")  # noqa: SIM115 - the child's
-        else:
-            log = open(os.devnull, "ab")  # noqa: SIM115
         # under the campaign's --tvm-python, if any: repro checks and triage run against the
         # TVM the failure was found with (fuzzharness/core/interpreter.py)
         python, env = interpreter.command_env(
             interpreter.campaign_env(self._base["settings"]) if self.env is None else self.env)
-        env.setdefault("PYTHONUNBUFFERED", "1")
-        proc = subprocess.Popen([python, "-m", "fuzzharness.campaign.minimizing.lane",
-                                 "--parent-pid", str(os.getpid())],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                env=env, start_new_session=True)
-        log.close()
-        lane = _Lane(lane_id, proc, queue.Queue(), time.monotonic())
-        self._lanes[lane_id] = lane
-        threading.Thread(target=self._reader, args=(lane,), daemon=True,
-                         name=f"lane-{lane_id}-reader").start()
-        threading.Thread(target=self._writer, args=(lane,), daemon=True,
-                         name=f"lane-{lane_id}-writer").start()
+        lane = spawn_lane(self._next_lane, self.log_dir, python, env, self._on_message)
+        self._lanes[lane.id] = lane
 
-    def _reader(self, lane: _Lane) -> None:
-        for line in lane.proc.stdout:
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                continue
-            self._messages.put((lane.id, msg))
-            self._wake()
-        self._messages.put((lane.id, None))
+    def _on_message(self, lane_id: int, msg: dict[str, Any] | None) -> None:
+        self._messages.put((lane_id, msg))
         self._wake()
-
-    def _writer(self, lane: _Lane) -> None:
-        while True:
-            msg = lane.outbox.get()
-            if msg is None:
-                break
-            try:
-                lane.proc.stdin.write((json.dumps(msg, separators=(",", ":"), allow_nan=True)
-                                       + "\n").encode())
-                lane.proc.stdin.flush()
-            except (BrokenPipeError, OSError, ValueError):
-                break
-        try:
-            lane.proc.stdin.close()
-        except (BrokenPipeError, OSError):
-            pass
 
     def _wake(self) -> None:
         try:
             os.write(self._wake_w, b"x")
         except (BlockingIOError, OSError):
             pass
-
-
-def _killpg(proc: subprocess.Popen) -> None:
-    import signal
-
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
