@@ -40,6 +40,7 @@ from typing import Any
 
 import pandas as pd
 
+from fuzzharness import store
 from fuzzharness.buckets.findings import Finding, campaign_findings
 from fuzzharness.buckets.known_bugs import KnownBugs
 from fuzzharness.core.errors import UsageError
@@ -86,11 +87,10 @@ def _connect(db: Path) -> sqlite3.Connection:
     except sqlite3.DatabaseError as e:
         raise UsageError(f"{db}: unreadable database ({e})") from None
     try:
-        tables = _tables(conn)
+        tables = store.tables(conn)
         if "meta" not in tables or "results" not in tables:
             raise UsageError(f"{db}: not a fuzzharness campaign database")
-        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        if meta.get("application") != APPLICATION:
+        if store.meta(conn).get("application") != APPLICATION:
             raise UsageError(f"{db}: not a fuzzharness campaign database")
     except sqlite3.DatabaseError as e:
         conn.close()
@@ -99,14 +99,6 @@ def _connect(db: Path) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
-
-
-def _tables(conn: sqlite3.Connection) -> set[str]:
-    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-
-
-def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
-    return [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
 
 
 def load_campaigns(dirs: list[str | Path], known_bugs: KnownBugs | None = None) -> Campaigns:
@@ -156,10 +148,10 @@ def _findings(conn: sqlite3.Connection, known: KnownBugs, label: str, root: Path
 
 
 def _coverage(conn: sqlite3.Connection, label: str) -> pd.DataFrame:
-    if "coverage" not in _tables(conn):
+    rows = store.coverage_rows(conn)
+    if not rows:
         return pd.DataFrame(columns=_EMPTY["coverage"])
-    frame = pd.read_sql_query("SELECT axis, value, drawn, proposed, accepted, compiled, verdict "
-                              "FROM coverage", conn)
+    frame = pd.DataFrame(rows, columns=_EMPTY["coverage"][1:])
     frame.insert(0, "campaign", label)
     return frame
 
@@ -181,10 +173,9 @@ def _labels(paths: list[Path]) -> list[str]:
 
 def _load_one(conn: sqlite3.Connection, label: str, root: Path) -> dict[str, pd.DataFrame]:
 
-    tables = _tables(conn)
-    cols = set(_columns(conn, "results"))
+    cols = set(store.columns(conn, "results"))
     want = [c for c in _EMPTY["results"][1:] if c in cols and c not in ("source", "primitives")]
-    rows = conn.execute(f"SELECT {', '.join(want)}, case_json FROM results ORDER BY idx").fetchall()
+    rows = store.result_rows(conn, [*want, "case_json"]).fetchall()
     records = []
     for row in rows:
         rec = dict(zip(want, row[:-1], strict=True))
@@ -201,46 +192,36 @@ def _load_one(conn: sqlite3.Connection, label: str, root: Path) -> dict[str, pd.
     results.insert(0, "campaign", label)
 
     buckets = pd.DataFrame(columns=_EMPTY["buckets"])
-    if "buckets" in tables:
-        buckets = pd.read_sql_query(
-            "SELECT key, symptom, stage, title, count, first_seen, last_seen, example_idx, "
-            "example_case_id, signature FROM buckets", conn)
-        buckets["signature"] = [json.loads(s) for s in buckets["signature"]]
+    if rows_b := store.bucket_rows(conn):
+        buckets = pd.DataFrame(rows_b, columns=_EMPTY["buckets"][1:])
         buckets.insert(0, "campaign", label)
 
     sessions = pd.DataFrame(columns=_EMPTY["sessions"])
-    if "sessions" in tables:
-        sessions = pd.read_sql_query("SELECT id, started, ended, cases FROM sessions", conn)
+    if rows_s := store.session_rows(conn):
+        sessions = pd.DataFrame(rows_s, columns=_EMPTY["sessions"][1:])
         sessions.insert(0, "campaign", label)
 
     info: dict[str, Any] = {"campaign": label, "path": str(root), "seed": None, "created": None,
                             "versions": {}, "settings": {}, "cases": len(results)}
-    if "campaign" in tables:
-        row = conn.execute("SELECT seed, settings, versions, created FROM campaign").fetchone()
-        if row is not None:
-            info.update(seed=row[0], settings=json.loads(row[1]), versions=json.loads(row[2]),
-                        created=row[3])
+    if (row := store.campaign_row(conn)) is not None:
+        info.update(row)
     campaigns = pd.DataFrame([info])
     return {"results": results, "buckets": buckets, "sessions": sessions,
-            "campaigns": campaigns, "repros": _repros(conn, tables, label, root),
-            "census": _census(conn, tables, label)}
+            "campaigns": campaigns, "repros": _repros(conn, label, root),
+            "census": _census(conn, label)}
 
 
-def _census(conn: sqlite3.Connection, tables: set[str], label: str) -> pd.DataFrame:
+def _census(conn: sqlite3.Connection, label: str) -> pd.DataFrame:
     """The feature census from the coverage table: one row per (target, feature) with the
     cases that had it, and one per target with feature ``""`` and its lowered cases."""
     rows = []
-    if "coverage" in tables:
-        for axis, value, drawn, accepted in conn.execute(
-                "SELECT axis, value, drawn, accepted FROM coverage "
-                "WHERE axis IN ('census', 'feature')"):
-            if axis == "census":
-                rows.append({"campaign": label, "target": value, "feature": "",
-                             "cases": accepted})
-            else:
-                target, _, feature = value.partition(" ")
-                rows.append({"campaign": label, "target": target, "feature": feature,
-                             "cases": drawn})
+    for axis, value, drawn, _, accepted, _, _ in store.coverage_rows(conn):
+        if axis == "census":
+            rows.append({"campaign": label, "target": value, "feature": "", "cases": accepted})
+        elif axis == "feature":
+            target, _, feature = value.partition(" ")
+            rows.append({"campaign": label, "target": target, "feature": feature,
+                         "cases": drawn})
     return pd.DataFrame(rows, columns=_EMPTY["census"])
 
 
@@ -255,31 +236,12 @@ def case_primitives(case: dict[str, Any], trace_primitives) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-#: column names the minimizer's repro table might use (read defensively: it is theirs)
-_REPRO_KEY = ("bucket", "bucket_key", "key", "signature_key")
-_REPRO_FLAG = ("reproduced", "reproduces", "verified", "confirmed")
-
-
-def _repros(conn: sqlite3.Connection, tables: set[str], label: str, root: Path) -> pd.DataFrame:
-    """Repros written under ``DIR/repros/<bucket>/`` (or where a repro table's ``path``
-    says) and, where a table records it, whether each one reproduced in a fresh process."""
-    recorded: dict[str, dict[str, Any]] = {}
-    for table in sorted(t for t in tables if "repro" in t.lower()):
-        cols = _columns(conn, table)
-        key = next((c for c in _REPRO_KEY if c in cols), None)
-        flag = next((c for c in _REPRO_FLAG if c in cols), None)
-        if key is None or flag is None:
-            continue
-        path = '"path"' if "path" in cols else "NULL"
-        cause = '"root_cause"' if "root_cause" in cols else "NULL"
-        title = '"title"' if "title" in cols else "NULL"
-        try:
-            for k, f, p, rc, t in conn.execute(
-                    f'SELECT "{key}", "{flag}", {path}, {cause}, {title} FROM "{table}"'):
-                recorded[str(k)] = {"reproduced": _truthy(f), "path": p, "root_cause": rc,
-                                    "issue_title": t}
-        except sqlite3.DatabaseError:
-            continue
+def _repros(conn: sqlite3.Connection, label: str, root: Path) -> pd.DataFrame:
+    """Repros written under ``DIR/repros/<bucket>/`` (or where the repro record's ``path``
+    says) and, where it is recorded, whether each one reproduced in a fresh process."""
+    recorded = {str(k): {"reproduced": _truthy(r.get("reproduced")), "path": r.get("path"),
+                         "root_cause": r.get("root_cause"), "issue_title": r.get("title")}
+                for k, r in store.repro_rows(conn).items()}
     rows = []
     repro_root = root / "repros"
     found = {d.name: d for d in sorted(repro_root.iterdir()) if d.is_dir()} if repro_root.is_dir() else {}

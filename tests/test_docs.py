@@ -141,12 +141,12 @@ def test_the_campaign_format_lists_every_table_and_column(tmp_path):
     (and the coverage table) is a row of its table list, with every column."""
     import sqlite3
 
-    from fuzzharness.campaign import coverage
     from fuzzharness.campaign.db import ResultsDB
+    from fuzzharness.store.readers import COVERAGE_TABLE
 
     ResultsDB(tmp_path, create=True).close()
     con = sqlite3.connect(tmp_path / "results.sqlite")
-    con.execute(coverage.TABLE)
+    con.execute(COVERAGE_TABLE)
     tables = {name: [r[1] for r in con.execute(f"PRAGMA table_info({name})")]
               for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
               if not name.startswith("sqlite_")}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -212,3 +213,39 @@ def test_a_large_module_is_reported(tmp_path):
     big.write_text("x = 1\n" * (MAX_LINES + 1))
     (tmp_path / "small.py").write_text("x = 1\n" * MAX_LINES)
     assert large_modules([big, tmp_path / "small.py"], tmp_path) == {"big.py": MAX_LINES + 1}
+
+
+# -- one store: SQL lives in fuzzharness/store/ (readers) and campaign/db.py (the writer) ---------
+SQL_OWNERS = ("fuzzharness/store/", "fuzzharness/campaign/db.py",
+              "fuzzharness/core/storage.py")  # storage: opening and checking the file itself
+_SQL = re.compile(r"\b(SELECT\s.+\sFROM|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|"
+                  r"CREATE\s+TABLE|PRAGMA\s+table_info)\b", re.S)
+
+
+def sql_outside_the_store(files, root: Path = ROOT) -> list[str]:
+    """String constants holding SQL in ``files`` outside the modules that own the database."""
+    import ast
+
+    hits = []
+    for path in files:
+        rel = Path(path).relative_to(root).as_posix()
+        if rel.startswith(SQL_OWNERS):
+            continue
+        for node in ast.walk(ast.parse(Path(path).read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and _SQL.search(node.value):
+                hits.append(f"{rel}:{node.lineno}")
+    return hits
+
+
+def test_no_sql_outside_the_store():
+    files = [p for top in PACKAGES for p in (ROOT / top).rglob("*.py")]
+    assert sql_outside_the_store(files) == []
+
+
+def test_sql_outside_the_store_is_reported(tmp_path):
+    (tmp_path / "fuzzharness" / "store").mkdir(parents=True)
+    bad, owner = tmp_path / "bad.py", tmp_path / "fuzzharness" / "store" / "ok.py"
+    bad.write_text('q = "SELECT status, COUNT(*) FROM results GROUP BY status"\nx = "select me"\n')
+    owner.write_text('q = "SELECT status FROM results"\n')
+    assert sql_outside_the_store([bad, owner], tmp_path) == ["bad.py:1"]

@@ -31,6 +31,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from fuzzharness import store
 from fuzzharness.buckets.known_bugs import KnownBugs, Match
 from fuzzharness.buckets.root_causes import RootCause
 from fuzzharness.buckets.signatures import Signature
@@ -93,24 +94,23 @@ def campaign_findings(conn: sqlite3.Connection, known: KnownBugs, root: str | Pa
     severity, new first, count.  ``root``: the campaign directory (repro paths are read
     there and given relative to it)."""
     root = Path(root)
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    if "buckets" not in tables:
+    buckets = store.bucket_rows(conn)
+    if not buckets:
         return []
-    if tvm_version is None and "campaign" in tables:
-        row = conn.execute("SELECT versions FROM campaign").fetchone()
-        tvm_version = json.loads(row[0]).get("tvm") if row else None
-    repros = _repros(conn, tables)
+    if tvm_version is None:
+        tvm_version = ((store.campaign_row(conn) or {}).get("versions") or {}).get("tvm")
+    repros = store.repro_rows(conn)
     # a bucket attached to a root cause unminimized is what that root cause's repro is
-    via = dict(conn.execute("SELECT bucket, via FROM attachments")) if "attachments" in tables else {}
-    minimize_off = _minimization_off(conn, tables)
-    base = dict(conn.execute("SELECT bucket, outcome FROM baseline")) if "baseline" in tables else {}
+    via = store.attachment_sources(conn)
+    minimize_off = _minimization_off(store.last_session_argv(conn))
+    base = store.baseline_outcomes(conn)
     out = []
-    for key, symptom, stage, title, sig_json, first, last, n, example in conn.execute(
-            "SELECT key, symptom, stage, title, signature, first_seen, last_seen, count, "
-            "example_idx FROM buckets"):
+    for b in buckets:
+        key, symptom, stage, title = b["key"], b["symptom"], b["stage"], b["title"]
+        first, last, n, example = b["first_seen"], b["last_seen"], b["count"], b["example_idx"]
         if not Status(symptom).is_finding:
             continue
-        sig = Signature.from_dict(json.loads(sig_json))
+        sig = Signature.from_dict(b["signature"])
         m, rc_key, _ = known_of_bucket(known, sig, repro_for(key, repros, via), tvm_version)
         bug = m.bug if m is not None else None
         f = Finding(key, title, symptom, stage, severity(symptom, stage), int(n), float(first),
@@ -158,24 +158,8 @@ def _decoded(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else value
 
 
-def _repros(conn: sqlite3.Connection, tables: set[str]) -> dict[str, dict[str, Any]]:
-    if "repros" not in tables:
-        return {}
-    cols = [r[1] for r in conn.execute("PRAGMA table_info(repros)")]
-    want = [c for c in ("bucket", "path", "reproduced", "exit_code", "output", "notes",
-                        "signature", "root_cause", "root_cause_fields") if c in cols]
-    if "bucket" not in want or "reproduced" not in want:
-        return {}
-    return {r[0]: dict(zip(want, r, strict=True))
-            for r in conn.execute(f"SELECT {', '.join(want)} FROM repros")}
-
-
-def _minimization_off(conn: sqlite3.Connection, tables: set[str]) -> bool:
-    """Did the campaign's last session run with minimization switched off?"""
-    if "sessions" not in tables:
-        return False
-    row = conn.execute("SELECT argv FROM sessions ORDER BY id DESC LIMIT 1").fetchone()
-    argv = [str(a) for a in (json.loads(row[0]) if row and row[0] else [])]
+def _minimization_off(argv: list[str]) -> bool:
+    """Did the campaign's last session (its ``argv``) run with minimization switched off?"""
     budgets = [b for a, b in zip(argv, argv[1:] + [""], strict=True) if a == "--minimize-budget"]
     budgets += [a.split("=", 1)[1] for a in argv if a.startswith("--minimize-budget=")]
     return "--no-minimize" in argv or any(_is_zero(b) for b in budgets)

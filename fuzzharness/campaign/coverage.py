@@ -49,22 +49,11 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable
 
+from fuzzharness import store
 from fuzzharness.campaign import census_table
 from fuzzharness.campaign.reach import step_reach
 
-TABLE = """
-CREATE TABLE IF NOT EXISTS coverage(
-    axis TEXT NOT NULL,
-    value TEXT NOT NULL,
-    drawn INTEGER NOT NULL,
-    proposed INTEGER NOT NULL,
-    accepted INTEGER NOT NULL,
-    compiled INTEGER NOT NULL,
-    verdict INTEGER NOT NULL,
-    PRIMARY KEY (axis, value)
-)
-"""
-COLUMNS = ("drawn", "proposed", "accepted", "compiled", "verdict")
+COLUMNS = store.COVERAGE_COLUMNS
 COMPILED_STAGES = frozenset({"run", "verify", "done"})
 JUDGED = frozenset({"pass", "inconclusive", "wrong_result", "nan_inf",
                     "order_preserving_divergence"})
@@ -132,23 +121,15 @@ def compute(rows: Iterable[tuple]) -> list[Row]:
     return sorted((axis, value, *c) for (axis, value), c in counts.items())
 
 
-def store(conn: sqlite3.Connection) -> list[Row]:
+def store_table(conn: sqlite3.Connection) -> list[Row]:
     """Recompute the coverage table of the campaign database behind ``conn``; return it."""
-    rows = compute(conn.execute("SELECT status, stage, case_json, verdict_json FROM results"))
-    with conn:
-        conn.execute(TABLE)
-        conn.execute("DELETE FROM coverage")
-        conn.executemany("INSERT INTO coverage VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+    rows = compute(store.result_rows(conn, ("status", "stage", "case_json", "verdict_json")))
+    store.write_coverage(conn, rows)
     return rows
 
 
 def load(conn: sqlite3.Connection) -> list[Row]:
-    try:
-        return [tuple(r) for r in conn.execute(
-            "SELECT axis, value, drawn, proposed, accepted, compiled, verdict FROM coverage "
-            "ORDER BY axis, value")]
-    except sqlite3.OperationalError:  # a database written before coverage was stored
-        return []
+    return store.coverage_rows(conn)
 
 
 def format_table(rows: list[Row], *, calls_per_line: int = 4) -> str:

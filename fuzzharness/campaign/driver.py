@@ -254,7 +254,7 @@ class Campaign:
             confirmations=dict(confirmer.counts))
         summary.interrupted = interrupted
         summary.strict_order = s.strict_order
-        summary.coverage = coverage.store(self.db.conn)
+        summary.coverage = coverage.store_table(self.db.conn)
         summary.foreign_tvm = sorted(getattr(executor, "tvm_versions", set()) - {tvm_version})
         summary.root_causes = self.known.group_root_causes(self.db.root_causes(), tvm_version)
         self.db.close()

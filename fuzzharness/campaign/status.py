@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fuzzharness import store
 from fuzzharness.buckets.distinct import distinct_bugs
 from fuzzharness.buckets.findings import campaign_findings
 from fuzzharness.buckets.known_bugs import KnownBugs
@@ -105,17 +106,14 @@ def read_status(directory: str | Path, known_bugs: str | None = None) -> dict[st
         settings = stored.get("settings") or {}
         counts = db.status_counts()
         total = sum(counts.values())
-        sessions = conn.execute(
-            "SELECT started, ended, cases FROM sessions ORDER BY id").fetchall()
-        last = conn.execute("SELECT MAX(finished) FROM results").fetchone()[0]
-        recent = conn.execute("SELECT COUNT(*) FROM results WHERE finished >= ?",
-                              ((last or 0) - 60,)).fetchone()[0]
+        sessions = [(s, e, n) for _, s, e, n in store.session_rows(conn)]
+        last = store.last_finished(conn)
+        recent = store.count_results(conn, finished_since=(last or 0) - 60)
         known = KnownBugs.load(known_bugs or settings.get("known_bugs") or None)
         findings = campaign_findings(conn, known, directory)
         cov = coverage.load(conn) or coverage.compute(
-            conn.execute("SELECT status, stage, case_json FROM results"))
-        harness = conn.execute("SELECT COUNT(*) FROM results WHERE status = 'harness_error'"
-                               ).fetchone()[0]
+            store.result_rows(conn, ("status", "stage", "case_json")))
+        harness = store.count_results(conn, status="harness_error")
         bugs = distinct_bugs(known.group_root_causes(db.root_causes(),
                                                      (stored.get("versions") or {}).get("tvm")))
     finally:
