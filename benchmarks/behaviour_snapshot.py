@@ -25,6 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from fuzzharness import store
+
 
 def snapshot(seed: int, cases: int, workers: int, python: str, extra: list[str]) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
@@ -37,7 +39,7 @@ def snapshot(seed: int, cases: int, workers: int, python: str, extra: list[str])
             sys.exit(f"campaign failed (exit {p.returncode}):\n{p.stderr[-3000:]}")
         db = next(out.rglob("results.sqlite"))
         con = sqlite3.connect(db)
-        rows = con.execute("SELECT idx, case_id, status, stage, bucket FROM results ORDER BY idx")
+        rows = store.result_rows(con, ("idx", "case_id", "status", "stage", "bucket"))
         result = {str(i): {"case_id": c, "status": s, "stage": st, "bucket": b}
                   for i, c, s, st, b in rows}
         con.close()

@@ -23,6 +23,8 @@ import sqlite3
 import sys
 from pathlib import Path
 
+from fuzzharness import store
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -34,11 +36,12 @@ def bugs(out: Path) -> list[dict]:
 
     status = read_status(out)
     con = sqlite3.connect(f"file:{out / 'results.sqlite'}?mode=ro", uri=True)
-    repro_case = {b: json.loads(c) for b, c in con.execute(
-        "SELECT bucket, case_json FROM repros WHERE reproduced = 1 AND case_json IS NOT NULL")}
+    repro_case = {b: json.loads(r["case_json"]) for b, r in store.repro_rows(con).items()
+                  if r.get("reproduced") and r.get("case_json")}
+    case_of = dict(store.result_rows(con, ("idx", "case_json")))
     example = {}
-    for key, idx in con.execute("SELECT key, example_idx FROM buckets"):
-        row = con.execute("SELECT case_json FROM results WHERE idx = ?", (idx,)).fetchone()
+    for key, idx in ((b["key"], b["example_idx"]) for b in store.bucket_rows(con)):
+        row = (case_of[idx],) if idx in case_of else None
         example[key] = json.loads(row[0]) if row and row[0] else None
     con.close()
     out_rows = []

@@ -18,20 +18,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+from fuzzharness import store
+
 GOAL_SHARE, TEXTURE_GOAL = 0.02, 0.10
 
 
 def census(d: Path) -> tuple[int, dict[str, int], dict[tuple[str, str], int]]:
     con = sqlite3.connect(f"file:{d / 'results.sqlite'}?mode=ro", uri=True)
     try:
-        total = con.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+        total = store.count_results(con)
         lowered, feats = {}, {}
-        for axis, value, drawn, accepted in con.execute(
-                "SELECT axis, value, drawn, accepted FROM coverage "
-                "WHERE axis IN ('census', 'feature')"):
+        for axis, value, drawn, _, accepted, _, _ in store.coverage_rows(con):
             if axis == "census":
                 lowered[value] = accepted
-            else:
+            elif axis == "feature":
                 target, feature = value.split(" ", 1)
                 feats[(target, feature)] = drawn
         return total, lowered, feats

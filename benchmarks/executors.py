@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from fuzzharness import store
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -51,7 +53,7 @@ def run(out: Path, seed: int, n: int, workers: int, **settings) -> dict:
     Campaign(out, s, progress=False).run()
     wall = time.perf_counter() - t0
     con = sqlite3.connect(out / "results.sqlite")
-    rows = con.execute("SELECT finished, case_id, status, digest FROM results ORDER BY idx").fetchall()
+    rows = store.result_rows(con, ("finished", "case_id", "status", "digest")).fetchall()
     con.close()
     finished = sorted(r[0] for r in rows)
     steady = (len(finished) - workers) / (finished[-1] - finished[workers - 1])

@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from fuzzharness import store
+
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 ALARMS = ("wrong_result", "nan_inf", "harness_error")
@@ -57,7 +59,7 @@ def main() -> int:
     Campaign(out, settings, progress=False).run()
     wall = time.perf_counter() - t0
     con = sqlite3.connect(out / "results.sqlite")
-    rows = con.execute("SELECT idx, case_json, verdict_json FROM results ORDER BY idx").fetchall()
+    rows = store.result_rows(con, ("idx", "case_json", "verdict_json")).fetchall()
     con.close()
     known = KnownBugs.load()
     tvm_version = versions()["tvm"]

@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from fuzzharness import store
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
@@ -39,7 +41,7 @@ def run(seed: int, n: int, workers: int, fraction: float, out: Path) -> dict:
     Campaign(out, settings, progress=False).run()
     wall = time.perf_counter() - t0
     con = sqlite3.connect(out / "results.sqlite")
-    rows = con.execute("SELECT finished, case_json, verdict_json FROM results").fetchall()
+    rows = store.result_rows(con, ("finished", "case_json", "verdict_json")).fetchall()
     con.close()
     finished = sorted(r[0] for r in rows)
     steady = (len(finished) - workers) / (finished[-1] - finished[workers - 1])

@@ -56,6 +56,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from fuzzharness import store
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -99,31 +101,29 @@ def analyse(out: Path, known_file: str | None = None) -> dict:
     from fuzzharness.core.traces import primitive_sequence
 
     con = sqlite3.connect(f"file:{out / 'results.sqlite'}?mode=ro", uri=True)
-    stored = json.loads(con.execute("SELECT settings FROM campaign").fetchone()[0])
-    cases = con.execute("SELECT COUNT(*) FROM results").fetchone()[0]
-    first, last = con.execute("SELECT MIN(finished), MAX(finished) FROM results").fetchone()
-    tvm = json.loads(con.execute("SELECT versions FROM campaign").fetchone()[0]).get("tvm")
+    campaign = store.campaign_row(con) or {}
+    stored = campaign.get("settings") or {}
+    cases = store.count_results(con)
+    finished = [f for (f,) in store.result_rows(con, ("finished",)) if f is not None]
+    first, last = (min(finished), max(finished)) if finished else (None, None)
+    tvm = (campaign.get("versions") or {}).get("tvm")
     known = KnownBugs.load(known_file or stored.get("known_bugs") or None)
     buckets = []
-    for key, sig_json, count in con.execute("SELECT key, signature, count FROM buckets"):
-        sig = Signature.from_dict(json.loads(sig_json))
+    for b in store.bucket_rows(con):
+        key, count = b["key"], b["count"]
+        sig = Signature.from_dict(b["signature"])
         if sig.is_finding:
             buckets.append((key, sig, count))
-    cols = {r[1] for r in con.execute("PRAGMA table_info(repros)")}
-    has_rc = "root_cause" in cols
-    repros = {}
-    for row in con.execute("SELECT bucket, reproduced, path, case_json"
-                           + (", root_cause" if has_rc else ", NULL") + " FROM repros"):
-        repros[row[0]] = {"reproduced": bool(row[1]), "path": row[2], "case": row[3], "rc": row[4]}
+    records = store.repro_rows(con)
+    has_rc = "root_cause" in store.columns(con, "repros")
+    repros = {b: {"reproduced": bool(r["reproduced"]), "path": r.get("path"),
+                  "case": r.get("case_json"), "rc": r.get("root_cause")} for b, r in records.items()}
     from fuzzharness.buckets.root_causes import RootCause
 
-    fields = {}
-    if has_rc:
-        for b, sig_json, rc_json in con.execute(
-                "SELECT bucket, signature, root_cause_fields FROM repros WHERE reproduced = 1 "
-                "AND root_cause_fields IS NOT NULL AND signature IS NOT NULL"):
-            fields[b] = (Signature.from_dict(json.loads(sig_json)),
-                         RootCause.from_dict(json.loads(rc_json)))
+    fields = {b: (Signature.from_dict(json.loads(r["signature"])),
+                  RootCause.from_dict(json.loads(r["root_cause_fields"])))
+              for b, r in records.items()
+              if r["reproduced"] and r.get("root_cause_fields") and r.get("signature")}
     new, probable, raw_new = [], [], 0
     for key, sig, _ in buckets:
         m = known.classify(sig, tvm)  # the raw bucket
@@ -156,7 +156,9 @@ def analyse(out: Path, known_file: str | None = None) -> dict:
 
     classes: set[str] = set()
     mutants = 0
-    for (case_json,) in con.execute("SELECT case_json FROM results WHERE case_json IS NOT NULL"):
+    for (case_json,) in store.result_rows(con, ("case_json",)):
+        if case_json is None:
+            continue
         case = json.loads(case_json)
         classes |= case_classes(case)
         mutants += "mutant_of" in (case.get("origin") or {})
@@ -165,8 +167,8 @@ def analyse(out: Path, known_file: str | None = None) -> dict:
         from fuzzharness.campaign.status import read_status
 
         distinct = read_status(out, known_file)["distinct_bugs"]
-        start = con.execute("SELECT MIN(started) FROM sessions").fetchone()[0]
-        created = dict(con.execute("SELECT bucket, created FROM repros WHERE reproduced = 1"))
+        start = min((s for _, s, _, _ in store.session_rows(con)), default=None)
+        created = {b: r.get("created") for b, r in records.items() if r["reproduced"]}
         for bug in distinct["bugs"]:
             times = [created[b] for b in bug["buckets"] if created.get(b) is not None]
             if times and start is not None:
@@ -235,8 +237,8 @@ def _run_of(out: Path) -> tuple[float, float | None, int | None, int]:
         run = json.loads((out / "bench.json").read_text())
         return run["wall"], run["cpu"], run["rc"], run["workers"]
     con = sqlite3.connect(f"file:{out / 'results.sqlite'}?mode=ro", uri=True)
-    wall = con.execute("SELECT SUM(ended - started) FROM sessions").fetchone()[0] or 0.0
-    workers = json.loads(con.execute("SELECT settings FROM campaign").fetchone()[0])["workers"]
+    wall = sum(e - s for _, s, e, _ in store.session_rows(con) if e is not None)
+    workers = (store.campaign_row(con) or {})["settings"]["workers"]
     con.close()
     return wall, None, None, workers
 

@@ -95,6 +95,7 @@ def bare_loop(seed: int, indices: range, per_case: dict[int, float] | None = Non
 
 #: set for the workers: they pay the one-time setups of fuzzharness/core/warmup.py before they
 #: say "ready", the same way the bare process does in its warm-up
+from fuzzharness import store  # noqa: E402
 from fuzzharness.engine.worker import WARM_START_ENV  # noqa: E402
 
 
@@ -121,11 +122,11 @@ def harness_run(seed: int, n: int, workers: int, out: Path, *, cold_setups: bool
             os.environ[WARM_START_ENV] = saved
     wall = time.perf_counter() - t0
     con = sqlite3.connect(out / "results.sqlite")
-    finished = sorted(r[0] for r in con.execute("SELECT finished FROM results"))
+    finished = sorted(r[0] for r in store.result_rows(con, ("finished",)))
     timings: dict[str, list[float]] = {}
     import json
 
-    for (vj,) in con.execute("SELECT verdict_json FROM results"):
+    for (vj,) in store.result_rows(con, ("verdict_json",)):
         for k, v in json.loads(vj).get("timings", {}).items():
             timings.setdefault(k, []).append(v)
     con.close()
@@ -179,8 +180,8 @@ def side_by_side(seed: int, n: int, warmup_cases: int) -> None:
         proc.wait()
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         con = sqlite3.connect(out / "results.sqlite")
-        worker = dict(con.execute("SELECT idx, elapsed FROM results"))
-        confirmed = con.execute("SELECT COUNT(*) FROM confirmations").fetchone()[0]
+        worker = dict(store.result_rows(con, ("idx", "elapsed")))
+        confirmed = store.confirmation_count(con)
         con.close()
     both = [i for i in range(warmup_cases, n) if i in bare and i in worker]
     b, h = sum(bare[i] for i in both), sum(worker[i] for i in both)

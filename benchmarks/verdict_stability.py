@@ -50,6 +50,8 @@ import sys
 import time
 from pathlib import Path
 
+from fuzzharness import store
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -65,15 +67,14 @@ def rows(out: Path) -> dict[int, dict]:
     """idx → status, bucket, confirmation, case, verdict of a campaign directory."""
     con = sqlite3.connect(f"file:{out / 'results.sqlite'}?mode=ro", uri=True)
     try:
-        cols = {r[1] for r in con.execute("PRAGMA table_info(results)")}
-        conf = "confirmation" if "confirmation" in cols else "NULL"
-        got = con.execute(f"SELECT idx, status, bucket, {conf}, case_json, verdict_json "
-                          "FROM results ORDER BY idx").fetchall()
+        conf = "confirmation" in store.columns(con, "results")
+        got = store.result_rows(con, ("idx", "status", "bucket", "case_json", "verdict_json",
+                                      *(("confirmation",) if conf else ()))).fetchall()
     finally:
         con.close()
-    return {i: {"status": s, "bucket": b, "confirmation": c,
-                "case": json.loads(cj) if cj else None, "verdict": json.loads(vj)}
-            for i, s, b, c, cj, vj in got}
+    return {r[0]: {"status": r[1], "bucket": r[2], "confirmation": r[5] if conf else None,
+                   "case": json.loads(r[3]) if r[3] else None, "verdict": json.loads(r[4])}
+            for r in got}
 
 
 def done(out: Path, cases: int) -> bool:

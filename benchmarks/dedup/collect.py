@@ -19,6 +19,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+from fuzzharness import store
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -35,7 +37,7 @@ def schedule_lines(script: str) -> list[str]:
 
 def records(campaign: Path) -> list[dict]:
     conn = sqlite3.connect(f"file:{campaign / 'results.sqlite'}?mode=ro", uri=True)
-    seed = int(conn.execute("SELECT seed FROM campaign").fetchone()[0])
+    seed = int(store.campaign_row(conn)["seed"])
     out = []
     for d in sorted((campaign / "repros").iterdir()):
         finding = d / "finding.json"
@@ -50,15 +52,16 @@ def records(campaign: Path) -> list[dict]:
             **({"culprit_confirmed": f["culprit_confirmed"]} if "culprit_confirmed" in f else {}),
             "title": f.get("title", ""), "schedule": schedule_lines(script),
         })
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    if "attachments" in tables:  # buckets attached unminimized: their raw first case
-        for bucket, via in conn.execute("SELECT bucket, via FROM attachments ORDER BY bucket"):
-            row = conn.execute("SELECT r.case_json, b.signature FROM buckets b JOIN results r "
-                               "ON r.idx = b.example_idx WHERE b.key = ?", (bucket,)).fetchone()
-            if row and row[0]:
-                out.append({"id": f"seed{seed}/{bucket}", "seed": seed, "bucket": bucket,
-                            "case": json.loads(row[0]), "signature": json.loads(row[1]),
-                            "culprit": "", "title": "", "schedule": [], "attached_to": via})
+    buckets = {b["key"]: b for b in store.bucket_rows(conn)}
+    case_of = dict(store.result_rows(conn, ("idx", "case_json")))
+    # buckets attached unminimized: their raw first case
+    for bucket, via in sorted(store.attachment_sources(conn).items()):
+        b = buckets.get(bucket)
+        case_json = case_of.get(b["example_idx"]) if b else None
+        if case_json:
+            out.append({"id": f"seed{seed}/{bucket}", "seed": seed, "bucket": bucket,
+                        "case": json.loads(case_json), "signature": b["signature"],
+                        "culprit": "", "title": "", "schedule": [], "attached_to": via})
     return out
 
 

@@ -18,6 +18,7 @@ from fuzzharness.store.readers import (
     bucket_rows,
     campaign_row,
     columns,
+    confirmation_count,
     count_results,
     coverage_rows,
     last_finished,
@@ -32,6 +33,6 @@ from fuzzharness.store.readers import (
 
 __all__ = [
     "COVERAGE_COLUMNS", "attachment_sources", "baseline_outcomes", "bucket_rows", "campaign_row",
-    "columns", "count_results", "coverage_rows", "last_finished", "last_session_argv", "meta",
+    "columns", "confirmation_count", "count_results", "coverage_rows", "last_finished", "last_session_argv", "meta",
     "repro_rows", "result_rows", "session_rows", "tables", "write_coverage",
 ]

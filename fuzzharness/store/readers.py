@@ -115,11 +115,19 @@ def repro_rows(conn: sqlite3.Connection) -> dict[str, dict[str, Any]]:
     """The repro record of each bucket that has one (the columns this database has)."""
     have = columns(conn, "repros")
     want = [c for c in ("bucket", "path", "reproduced", "exit_code", "output", "notes", "title",
-                        "signature", "root_cause", "root_cause_fields") if c in have]
+                        "signature", "root_cause", "root_cause_fields", "case_json", "created")
+            if c in have]
     if "bucket" not in want or "reproduced" not in want:
         return {}
     return {r[0]: dict(zip(want, r, strict=True))
             for r in conn.execute(f"SELECT {', '.join(want)} FROM repros")}
+
+
+def confirmation_count(conn: sqlite3.Connection) -> int:
+    """Failures re-run alone (``confirmations``)."""
+    if "confirmations" not in tables(conn):
+        return 0
+    return conn.execute("SELECT COUNT(*) FROM confirmations").fetchone()[0]
 
 
 def attachment_sources(conn: sqlite3.Connection) -> dict[str, str]:
