@@ -74,6 +74,31 @@ def device_source(mod):
         runtime = tir_to_runtime(finalize_host()(host),
                                  {t: finalize_device()(m) for t, m in device.items()}, target.host)
     return "\n".join(m.inspect_source() for m in runtime.imports)
+
+
+def _zone(nbytes):
+    """The guard zone after a buffer: a page at least, every byte 0xA5."""
+    return max(4096, -(-nbytes // 64) * 64)
+
+
+def _guarded(content):
+    """The bytes of ``content`` followed by its guard zone."""
+    raw = np.ascontiguousarray(content).view(np.uint8).reshape(-1)
+    host = np.full(raw.size + _zone(raw.size), 0xA5, np.uint8)
+    host[: raw.size] = raw
+    return host
+
+
+def _unguarded(full, like, name):
+    """The array ``like`` read back from ``full`` (buffer and zone); a changed guard byte is
+    an out-of-bounds write, named."""
+    hit = np.flatnonzero(full[like.nbytes:] != 0xA5)
+    if hit.size:
+        first, item = like.nbytes + int(hit[0]), max(1, like.dtype.itemsize)
+        raise OutOfBoundsWrite(
+            f"out-of-bounds write: the kernel wrote past the end of {name}: element {first // item} "
+            f"(byte +{first - like.nbytes} after its {like.nbytes} bytes); {hit.size} guard byte(s) changed")
+    return full[: like.nbytes].view(like.dtype).reshape(like.shape)
 '''
 
 #: the OpenCL runtime of a script: TVM's codegen, then pyopencl (TIR and Relax scripts)
@@ -171,11 +196,8 @@ class OpenCL:
         return image
 
     def _buffer(self, content):
-        raw = np.ascontiguousarray(content).view(np.uint8).reshape(-1)
-        host = np.full(raw.size + _zone(raw.size), 0xA5, np.uint8)  # the guard zone after it
-        host[: raw.size] = raw
         return self.cl.Buffer(self.ctx, self.cl.mem_flags.READ_WRITE | self.cl.mem_flags.COPY_HOST_PTR,
-                              hostbuf=host)
+                              hostbuf=_guarded(content))
 
     def _memory(self, param, array):
         if "texture" in param["scope"]:
@@ -201,13 +223,7 @@ class OpenCL:
         full = np.empty(like.nbytes + _zone(like.nbytes), np.uint8)
         cl.enqueue_copy(self.queue, full, memory)
         self.queue.finish()
-        hit = np.flatnonzero(full[like.nbytes:] != 0xA5)
-        if hit.size:
-            first, item = like.nbytes + int(hit[0]), max(1, like.dtype.itemsize)
-            raise OutOfBoundsWrite(
-                f"out-of-bounds write: the kernel wrote past the end of {name}: element {first // item} "
-                f"(byte +{first - like.nbytes} after its {like.nbytes} bytes); {hit.size} guard byte(s) changed")
-        return full[: like.nbytes].view(like.dtype).reshape(like.shape)
+        return _unguarded(full, like, name)
 
 
 def _texture(shape, scope):
@@ -220,16 +236,9 @@ def _texture(shape, scope):
     height = int(shape[axis - 1]) if axis >= 1 else 1
     width = int(np.prod(shape[axis: rank - 1]))
     return depth, height, width
-
-
-def _zone(nbytes):
-    return max(4096, -(-nbytes // 64) * 64)
 '''
 
-#: the TIR program's compile_and_run (before template.RUNNER)
-
-
-#: the CUDA runtime of a script (after opencl_script.SOURCE_OF, which lowers and generates)
+#: the CUDA runtime of a script (after SOURCE_OF, which lowers, generates and guards buffers)
 CUDA_RUNTIME = r'''
 # -- nvcc and the CUDA driver (cuda-bindings): buffers with a guard zone after them ------------
 class GeneratedCodeError(RuntimeError):
@@ -321,9 +330,7 @@ class CUDA:
         return [self._read(m, a, n) for m, a, n in zip(memory, arrays, names)]
 
     def _buffer(self, content):
-        raw = np.ascontiguousarray(content).view(np.uint8).reshape(-1)
-        host = np.full(raw.size + _zone(raw.size), 0xA5, np.uint8)  # the guard zone after it
-        host[: raw.size] = raw
+        host = _guarded(content)
         pointer = int(self._ok(self.cu.cuMemAlloc(host.size)))
         self._ok(self.cu.cuMemcpyHtoD(pointer, host.ctypes.data, host.size))
         return pointer
@@ -331,21 +338,11 @@ class CUDA:
     def _read(self, pointer, like, name):
         full = np.empty(like.nbytes + _zone(like.nbytes), np.uint8)
         self._ok(self.cu.cuMemcpyDtoH(full.ctypes.data, pointer, full.size))
-        hit = np.flatnonzero(full[like.nbytes:] != 0xA5)
-        if hit.size:
-            first, item = like.nbytes + int(hit[0]), max(1, like.dtype.itemsize)
-            raise OutOfBoundsWrite(
-                f"out-of-bounds write: the kernel wrote past the end of {name}: element {first // item} "
-                f"(byte +{first - like.nbytes} after its {like.nbytes} bytes); {hit.size} guard byte(s) changed")
-        return full[: like.nbytes].view(like.dtype).reshape(like.shape)
+        return _unguarded(full, like, name)
 
 
 def _temp(t):
     m = re.fullmatch(r"(.+?)x(\d+)", t["dtype"])  # a vector temporary holds lanes × elements
     dtype, lanes = (m.group(1), int(m.group(2))) if m else (t["dtype"], 1)
     return _poison((t["elements"] * lanes,), dtype)
-
-
-def _zone(nbytes):
-    return max(4096, -(-nbytes // 64) * 64)
 '''
