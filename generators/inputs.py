@@ -46,7 +46,7 @@ class ExactSet:
     the *declared accumulator* — not necessarily in a narrower one, so that an accumulator a
     miscompilation narrowed shows — and the result stays inside the output dtype's range.
     Whether a partial sum really is exact is not taken on trust: the same-order emulation
-    (:mod:`fuzzharness.execution.emulate`) certifies it element by element.
+    (:mod:`fuzzharness.oracles.emulate`) certifies it element by element.
     """
 
     max: int

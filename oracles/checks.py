@@ -18,9 +18,9 @@ which one decides, see :func:`combine`; a check without one comes after these):
 
 ``bound``      the float64 reference with its error bound (:mod:`fuzzharness.oracles.bounds`)
                — here;
-``emulation``  the program's own arithmetic in its own dtypes, registered by
-               :mod:`fuzzharness.execution.second_run` (it needs the interpreter of
-               :mod:`fuzzharness.execution.emulate`).
+``emulation``  the program's own arithmetic in its own dtypes
+               (:mod:`fuzzharness.oracles.emulation_check`, over the interpreter of
+               :mod:`fuzzharness.oracles.emulate`; registered by name, imported on first use).
 
 Invariants: a check never raises for a program it cannot judge — it says why (the reasons
 land in the verdict's details as ``<name>_skipped``); a check whose claim a legal lowering
@@ -131,6 +131,9 @@ class BoundCheck(CheckBase):
 
     def judge_baseline(self, data, result, baseline):
         return judge(data.expected, baseline)
+
+
+checks.add_lazy("emulation", "fuzzharness.oracles.emulation_check:EMULATION")
 
 
 # -- one judgement of all checks ----------------------------------------------------------------

@@ -35,7 +35,7 @@ What it does not promise: code generation is the same.  TVM emits ``llvm.fmuladd
 ``a*b + c``, which LLVM may fuse or not depending on the instruction selected (scalar or
 vector, target features), so the caller treats a divergence from TVM's unscheduled build
 that stays within the error bound as ``order_preserving_divergence`` — a note, not a wrong
-result; the same-order emulation (:mod:`fuzzharness.execution.emulate`) models the multiply-add choice
+result; the same-order emulation (:mod:`fuzzharness.oracles.emulate`) models the multiply-add choice
 and makes the bitwise claim that can fail a case.
 
 bfloat16: buffers other than parameters are compared as float32 (TVM's legalization keeps
@@ -76,7 +76,7 @@ class OrderAnalysis:
     #: every non-reduction block of the unscheduled program is still there once, computing the
     #: same thing, and every other new block is a copy or part of a reduction (rfactor,
     #: decompose_reduction): the schedule may have changed accumulation orders, nothing else —
-    #: what the order-independent elements of :mod:`fuzzharness.execution.emulate` need
+    #: what the order-independent elements of :mod:`fuzzharness.oracles.emulate` need
     spatial_kept: bool = False
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The same-order emulation against real TVM kernels: the program's own arithmetic, bit for bit.
 
 Each test compiles a real kernel with TVM and compares its output with
-:func:`fuzzharness.execution.emulate.emulate` of the declared program; the facts the emulation relies on
+:func:`fuzzharness.oracles.emulate.emulate` of the declared program; the facts the emulation relies on
 (float32 multiply-adds fused on FMA targets and never for float16, bfloat16 computed in
 float32 with float32 literals, max/min as compare-and-select) are checked where they matter.
 """
@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from fuzzharness.backends.llvm import codegen_tir, lower_tir
-from fuzzharness.execution.emulate import Unsupported, emulate, target_cpu
 from fuzzharness.generators.inputs import make_inputs
 from fuzzharness.generators.workloads import workloads
+from fuzzharness.oracles.emulate import Unsupported, emulate, target_cpu
 from fuzzharness.oracles.fma import fma32, fma_chain
 from fuzzharness.oracles.numerics import numpy_dtype
 

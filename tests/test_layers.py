@@ -187,7 +187,7 @@ MAX_LINES = 400
 LARGE_MODULES = {
     "fuzzharness/campaign/db.py": "the results database: schema, migrations and every writer "
                                   "(splitting it is the store's job, not a cut by size)",
-    "fuzzharness/execution/emulate.py": "the interpreter of TIR arithmetic in its own dtypes: one "
+    "oracles/emulate.py": "the interpreter of TIR arithmetic in its own dtypes: one "
                                         "visitor over every expression kind",
     "oracles/bounds.py": "the error model: one bound per operation kind, read and checked together",
 }

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import fuzzharness.execution.second_run  # noqa: F401  (registers the emulation check)
 import fuzzharness.testing.injected_faults  # noqa: F401  (registers the fault workloads)
 from fuzzharness.core.case import Case
 from fuzzharness.core.tvm_support import trace_to_json

@@ -1,6 +1,6 @@
 """Elementwise intrinsics (exp, tanh, sigmoid, erf, sqrt, rsqrt, fabs, log) as the kernel computes them.
 
-The same-order emulation (:mod:`fuzzharness.execution.emulate`) must reproduce a kernel's bits, and a
+The same-order emulation (:mod:`fuzzharness.oracles.emulate`) must reproduce a kernel's bits, and a
 transcendental's bits are those of the implementation the kernel calls: on llvm, ``T.exp``
 becomes ``llvm.exp`` and then glibc's ``expf`` (also inside vectorised loops), ``T.erf``
 ``erff``, and ``tanh``/``sigmoid``/``rsqrt`` are expanded by TVM's intrinsic lowering into

@@ -25,11 +25,11 @@ import numpy as np
 from fuzzharness.core.case import Case
 from fuzzharness.core.tvm_support import parse_prim_func
 from fuzzharness.execution import relayout, second_run
-from fuzzharness.execution.emulate import emulate
 from fuzzharness.generators.inputs import make_inputs
 from fuzzharness.generators.workloads import workloads
 from fuzzharness.kinds.tir.numpy_reference import needs_rounding, numpy_source
 from fuzzharness.oracles import bounds, numerics, target_math
+from fuzzharness.oracles.emulate import emulate
 from fuzzharness.oracles.numerics import numpy_dtype
 from fuzzharness.oracles.program import Numerics
 from fuzzharness.repro import arrays

@@ -47,11 +47,11 @@ nothing (the error-bound oracle still judges the case).
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from typing import Any
 
 import numpy as np
 
-from fuzzharness.execution import intrinsics
 from fuzzharness.oracles import numerics
 from fuzzharness.oracles.fma import fma32, fma_chain
 
@@ -62,6 +62,13 @@ CHUNK = 1 << 20
 class Unsupported(Exception):
     """The program uses a construct the emulation does not model."""
 
+
+
+def intrinsics():
+    """The evaluator of elementwise intrinsics: TVM's own llvm code for one operation, which
+    compiles kernels and so lives above the oracles (:mod:`fuzzharness.execution.intrinsics`);
+    named here and imported on first use, as the case kinds are (``fuzzharness.core.kinds``)."""
+    return importlib.import_module("fuzzharness.execution.intrinsics")
 
 @dataclasses.dataclass
 class Emulation:
@@ -159,11 +166,11 @@ class _Interp:
             name = str(getattr(node.op, "name", node.op)).rsplit(".", 1)[-1]
             if name == "if_then_else":
                 return self.select(*node.args, env)
-            if name in intrinsics.SUPPORTED and len(node.args) == 1:
+            if name in intrinsics().SUPPORTED and len(node.args) == 1:
                 x, m = self.ev(node.args[0], env)
                 dt = "float32" if _ty(node) == "bfloat16" and self.bf16 else _ty(node)
                 try:
-                    return intrinsics.apply(name, dt, x.astype(self.compute(dt))), m
+                    return intrinsics().apply(name, dt, x.astype(self.compute(dt))), m
                 except Exception as e:  # noqa: BLE001 - no helper kernel: claim nothing
                     raise Unsupported(f"{name} in {dt}: {type(e).__name__}") from e
             raise Unsupported(f"call to {name}")
