@@ -8,7 +8,7 @@ import dataclasses
 import re
 from typing import Any
 
-from fuzzharness.buckets.root_causes import WRONG_OUTPUT, RootCause
+from fuzzharness.buckets.root_causes import WRONG_OUTPUT, WRONG_STATUSES, RootCause
 from fuzzharness.buckets.signatures import BUCKETED, Signature
 from fuzzharness.core.verdict import Stage
 
@@ -27,7 +27,7 @@ SIBLING_MAKERS = frozenset({"cache_read", "reindex_cache_read"})
 #: loop steps a GPU kernel needs around its ``bind`` (the thread loop is made by them): a
 #: minimized GPU case cannot drop them, so an entry whose trigger has ``bind`` allows them
 BIND_SCAFFOLD = frozenset({"fuse", "split", "reorder"})
-WRONG_ANSWERS = frozenset({"wrong_result", "nan_inf"})
+WRONG_ANSWERS = frozenset(WRONG_STATUSES)  # one bug shows as either
 
 
 @dataclasses.dataclass(frozen=True)

@@ -96,7 +96,7 @@ def second_inputs(case, workload, specs) -> tuple[str, dict[str, np.ndarray]] | 
     return other, make_inputs(specs, other, seed)
 
 
-# -- the emulation as a check -----------------------------------------------------------------
+# -- one judgement of both runs (the emulation check: fuzzharness.oracles.emulation_check) ----
 
 
 @dataclasses.dataclass
