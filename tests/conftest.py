@@ -50,3 +50,14 @@ def run_cli(*args, env=None, timeout=600):
     return subprocess.run([sys.executable, "-m", "fuzzharness.cli", *map(str, args)],
                           capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
 
+
+def repro_of(out, case, verdict, **kw):
+    """The repro package of ``case`` (whose verdict is ``verdict``) written under ``out`` and
+    verified, as a campaign writes it: keyed by its signature, without the pass probe."""
+    from fuzzharness.buckets.signatures import signature
+    from fuzzharness.core.tvm_support import versions
+    from fuzzharness.repro.package import write_repro
+
+    sig = signature(case.to_dict(), verdict)
+    return write_repro(out, case, verdict, bucket=sig.key, signature=sig, versions=versions(),
+                       triage=False, **kw)

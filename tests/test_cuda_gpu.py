@@ -18,7 +18,7 @@ import pytest
 from fuzzharness.core.verdict import Stage, Status
 from fuzzharness.execution.stages import execute
 from fuzzharness.generators.workloads import workloads
-from tests.conftest import run_cli
+from tests.conftest import repro_of, run_cli
 from tests.test_gpu import _case, _two_kernels_host_loop
 
 
@@ -104,16 +104,11 @@ def test_a_cuda_campaign_ends_in_verdicts(gpu_arch, tmp_path):
 def test_a_cuda_kernel_bug_gets_a_standalone_script_that_reproduces(gpu_arch, tmp_path):
     """TVM lowers and generates the CUDA C in the script itself, nvcc compiles it, the CUDA
     driver launches it by the embedded launch plan with a guard zone after each buffer."""
-    from fuzzharness.buckets.signatures import signature
-    from fuzzharness.core.tvm_support import versions
-    from fuzzharness.repro.package import write_repro
     from fuzzharness.repro.verify import foreign_imports
 
     case = _tail_predicate_row_sum(gpu_arch)
     verdict = execute(case).verdict
-    sig = signature(case.to_dict(), verdict)
-    out = write_repro(tmp_path / "oob", case, verdict, bucket=sig.key, signature=sig,
-                      versions=versions(), triage=False)
+    out = repro_of(tmp_path / "oob", case, verdict)
     assert out.reproduced, out.runs[-1].output
     text = (out.dir / "repro.py").read_text()
     assert foreign_imports(text) == [] and "fuzzharness." not in text.split('"""', 2)[2]

@@ -22,7 +22,7 @@ from fuzzharness.core.tvm_support import trace_to_json
 from fuzzharness.core.verdict import Stage, Status
 from fuzzharness.execution.stages import execute
 from fuzzharness.generators.workloads import workloads
-from tests.conftest import need, run_cli
+from tests.conftest import need, repro_of, run_cli
 
 ADRENO = {"kind": "opencl", "device": "adreno"}
 
@@ -127,16 +127,11 @@ def test_out_of_bounds_write_is_a_crash_verdict_not_a_dead_worker(opencl):
 def test_an_opencl_kernel_bug_gets_a_standalone_script_that_reproduces(opencl, tmp_path):
     """TVM lowers and generates the OpenCL C in the script itself; pyopencl launches it by the
     embedded launch plan, each buffer followed by a guard zone — the same finding, alone."""
-    from fuzzharness.buckets.signatures import signature
-    from fuzzharness.core.tvm_support import versions
-    from fuzzharness.repro.package import write_repro
     from fuzzharness.repro.verify import foreign_imports, run_script
 
     case = _tail_predicate_row_sum()
     verdict = execute(case).verdict
-    sig = signature(case.to_dict(), verdict)
-    out = write_repro(tmp_path / "oob", case, verdict, bucket=sig.key, signature=sig,
-                      versions=versions(), triage=False)
+    out = repro_of(tmp_path / "oob", case, verdict)
     assert out.reproduced, out.runs[-1].output
     text = (out.dir / "repro.py").read_text()
     assert foreign_imports(text) == [] and "fuzzharness." not in text.split('"""', 2)[2]
@@ -283,17 +278,12 @@ def test_an_nvcc_refusal_gets_a_cuda_script_that_reproduces_without_a_gpu(nvcc, 
     """The CUDA script lowers, generates and runs nvcc before it needs a GPU: a build-stage
     bug reproduces on any machine with nvcc; the same program for an arch nvcc accepts
     (sm_90) builds there, and the script then needs a GPU — never "reproduces" without one."""
-    from fuzzharness.buckets.signatures import signature
-    from fuzzharness.core.tvm_support import versions
-    from fuzzharness.repro.package import write_repro
     from fuzzharness.repro.verify import run_script
 
     params = {"M": 5, "N": 16, "K": 8, "dtype": "float32"}
     case = _case("matmul", params, _two_kernels_host_loop(params), {"kind": "cuda", "arch": "sm_10"})
     verdict = execute(case).verdict
-    sig = signature(case.to_dict(), verdict)
-    out = write_repro(tmp_path / "nvcc", case, verdict, bucket=sig.key, signature=sig,
-                      versions=versions(), triage=False)
+    out = repro_of(tmp_path / "nvcc", case, verdict)
     assert out.reproduced, out.runs[-1].output
     text = (out.dir / "repro.py").read_text()
     assert "cubin = nvcc(source" in text and "# -- the CUDA launches" in text
@@ -360,13 +350,10 @@ def test_a_tensorized_schedule_gets_a_script_that_registers_the_intrinsics(tmp_p
     exist once ``tvm.s_tir.tensor_intrin`` is imported: the script imports it, and the lowering
     failure of these mixed-precision wmma schedules (TVM 0.27) reproduces alone — found on a
     GPU host, where the script without the import said "TensorIntrin ... is not registered"."""
-    from fuzzharness.buckets.signatures import signature
-    from fuzzharness.core.tvm_support import versions
     from fuzzharness.generators import draw
     from fuzzharness.generators.cases import TARGET_PRESETS
     from fuzzharness.generators.gpu.base import GpuTarget
     from fuzzharness.generators.gpu.metaschedule_style import MetaScheduleStyle
-    from fuzzharness.repro.package import write_repro
 
     target = TARGET_PRESETS["cuda"]
     p = {"M": 32, "N": 32, "K": 64, "dtype": "float16-acc32"}
@@ -375,9 +362,7 @@ def test_a_tensorized_schedule_gets_a_script_that_registers_the_intrinsics(tmp_p
     case = _case("matmul_tc", p, gs.sch, target, distribution="small_ints")
     verdict = execute(case).verdict
     assert (verdict.status, verdict.stage) == (Status.COMPILE_ERROR, Stage.LOWER), verdict.line()
-    sig = signature(case.to_dict(), verdict)
-    out = write_repro(tmp_path / "tc", case, verdict, bucket=sig.key, signature=sig,
-                      versions=versions(), triage=False)
+    out = repro_of(tmp_path / "tc", case, verdict)
     assert out.reproduced, out.runs[-1].output
     assert "import tvm.s_tir.tensor_intrin" in (out.dir / "repro.py").read_text()
 
@@ -483,9 +468,6 @@ def test_an_adreno_lowering_error_reproduces_through_the_adreno_pipeline(tmp_pat
     script lowers as the harness does, so TVM's texture-vectorize check fails there too."""
     from tvm import s_tir
 
-    from fuzzharness.buckets.signatures import signature
-    from fuzzharness.core.tvm_support import versions
-    from fuzzharness.repro.package import write_repro
 
     p = {"M": 1, "N": 12, "K": 212, "dtype": "float32", "scope_A": "global.texture-weight",
          "scope_B": "global.texture-nhwc"}
@@ -496,9 +478,7 @@ def test_an_adreno_lowering_error_reproduces_through_the_adreno_pipeline(tmp_pat
     case = _case("matmul_texture", p, sch, ADRENO, distribution="ones")
     verdict = execute(case).verdict
     assert (verdict.status, verdict.stage) == (Status.COMPILE_ERROR, Stage.LOWER), verdict.line()
-    sig = signature(case.to_dict(), verdict)
-    out = write_repro(tmp_path / "lanes", case, verdict, bucket=sig.key, signature=sig,
-                      versions=versions(), triage=False)
+    out = repro_of(tmp_path / "lanes", case, verdict)
     assert out.reproduced, out.runs[-1].output
     assert "Texture Load length" in out.runs[0].output
     assert "LAUNCH = None" in (out.dir / "repro.py").read_text()

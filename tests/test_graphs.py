@@ -18,7 +18,7 @@ from fuzzharness.execution.stages import execute
 from fuzzharness.generators import draw as draws
 from fuzzharness.generators.graphs.ops import DrawContext, graph_ops
 from fuzzharness.generators.graphs.spec import GRAPH_WORKLOAD, Graph, InvalidGraph
-from tests.conftest import need
+from tests.conftest import need, repro_of
 
 REQUIRED_OPS = {"conv2d", "matmul", "add", "relu", "gelu", "softmax", "layer_norm",
                 "max_pool2d", "avg_pool2d", "reshape", "transpose", "layout_transform", "concat"}
@@ -520,17 +520,12 @@ def test_an_adreno_graph_bug_gets_a_standalone_script_that_reproduces(tmp_path):
     """The Relax passes as TVM runs them, then each call_tir compiled to OpenCL C by TVM in the
     script and launched through pyopencl: the texture conv2d bug reproduces alone."""
     need(_opencl_images())
-    from fuzzharness.buckets.signatures import signature
-    from fuzzharness.core.tvm_support import versions
-    from fuzzharness.repro.package import write_repro
     from fuzzharness.repro.verify import foreign_imports
 
     case = graph_case(CONV1X1, target=ADRENO)
     verdict = execute(case).verdict
     assert verdict.status is Status.WRONG_RESULT, verdict.line()
-    sig = signature(case.to_dict(), verdict)
-    out = write_repro(tmp_path / "conv", case, verdict, bucket=sig.key, signature=sig,
-                      versions=versions(), triage=False)
+    out = repro_of(tmp_path / "conv", case, verdict)
     assert out.reproduced, out.runs[-1].output
     text = (out.dir / "repro.py").read_text()
     assert foreign_imports(text) == [] and "LAUNCHES = {" in text and "global.texture" in text
