@@ -111,7 +111,7 @@ class Feedback:
 
     def _read_to(self, c: int) -> None:
         """Read the stored cases in ``[_upto, c)``, in index order."""
-        for row in self.db.results("WHERE idx >= ? AND idx < ?", (self._upto, c)):
+        for row in self.db.results(self._upto, c):
             case = row["case"]
             choices = ((case or {}).get("origin") or {}).get("choices")
             if not case or not choices:
