@@ -22,6 +22,15 @@ which one decides, see :func:`combine`; a check without one comes after these):
                (:mod:`fuzzharness.oracles.emulation_check`, over the interpreter of
                :mod:`fuzzharness.oracles.emulate`; registered by name, imported on first use).
 
+Besides checks, two more registries here compose a verdict: **input sets**
+(:class:`InputSet`, :func:`register_input_set`; built in ``second``,
+:mod:`fuzzharness.generators.input_sets`) — each one more run of the compiled kernel, judged
+by every check under its name — and **program checks** (:class:`ProgramCheck`,
+:func:`register_program_check`; built in ``baseline``, the unscheduled program of
+:mod:`fuzzharness.oracles.metamorphic`) — a comparison with another build, planned after
+the runs are judged because it costs a compile, each concluding on the status the previous
+one left.
+
 Invariants: a check never raises for a program it cannot judge — it says why (the reasons
 land in the verdict's details as ``<name>_skipped``); a check whose claim a legal lowering
 may break (a same-order claim) sets ``strict``: its failure alone is a note
@@ -42,12 +51,11 @@ from fuzzharness.core.verdict import Status
 from fuzzharness.oracles.compare import Judgement, judge
 
 FAILED = frozenset({Status.WRONG_RESULT, Status.NAN_INF})
-RUN_ORDER = ("first", "second")
 
 
 @dataclasses.dataclass
 class CheckResult:
-    run: str  # "first" / "second"
+    run: str  # "first", or the name of an input set ("second")
     reference: str  # the check's name: "bound", "emulation", a plugin's
     judgement: Judgement
     complete: bool  # every element judged (bound: none unbounded; emulation: all determined)
@@ -67,7 +75,7 @@ class CheckResult:
 class RunData:
     """One run of a compiled kernel, as every check sees it."""
 
-    run: str  # "first" / "second"
+    run: str  # "first", or the name of an input set ("second")
     case: Any  # fuzzharness.core.case.Case
     func: Any  # the unscheduled PrimFunc
     order: Any  # fuzzharness.oracles.order's analysis of the schedule
@@ -136,6 +144,114 @@ class BoundCheck(CheckBase):
 checks.add_lazy("emulation", "fuzzharness.oracles.emulation_check:EMULATION")
 
 
+# -- input sets: the runs besides the first ---------------------------------------------------
+
+
+class InputSet(Protocol):
+    """Another set of inputs the compiled kernel runs on (running and judging cost ~1 % of
+    compiling): every check judges that run too, under the input set's ``name``."""
+
+    name: str  # the run's label in the verdict's checks ("second")
+    precedence: int  # lower: run, judged and (among failures of one check) deciding first
+
+    def inputs(self, case: Any, workload: Any, specs: Any) -> tuple[str, dict[str, np.ndarray]] | None:
+        """(what the inputs are, e.g. ``exact``; the arrays, by input name, each of its
+        spec's shape and numpy dtype — as ``make_inputs`` gives them — else the case is a
+        ``harness_error``), or None: this input set does not apply to the case.  Must depend
+        on the case alone (a replay runs the same inputs)."""
+
+    def details(self, case: Any, label: str) -> dict[str, Any]:
+        """What the verdict's details say of this run (``<name>_run``)."""
+
+
+input_sets: Registry[InputSet] = Registry("input set")
+
+
+def register_input_set(cls: type) -> type:
+    """Class decorator: register one instance of ``cls`` under its ``name``."""
+    input_sets.add(cls.name, cls())
+    return cls
+
+
+#: the built-in second run (exact inputs, or another float distribution): it draws inputs
+#: with the generators' input makers, a layer above this one
+input_sets.add_lazy("second", "fuzzharness.generators.input_sets:SECOND")
+
+
+def ordered_input_sets() -> list[InputSet]:
+    return sorted((s for _, s in input_sets.items()), key=lambda s: (s.precedence, s.name))
+
+
+def run_order() -> list[str]:
+    """The runs of a case in order: the first (the case's own inputs), then the input sets."""
+    return ["first", *(s.name for s in ordered_input_sets())]
+
+
+# -- program checks: against another build of the case's program ------------------------------
+
+
+@dataclasses.dataclass
+class Conclusion:
+    """What a program check makes of the case's judgement."""
+
+    status: Status
+    message: str | None  # replaces the judgement's message when set
+    details: dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Judged:
+    """A judged case, as a program check sees it."""
+
+    case: Any  # fuzzharness.core.case.Case
+    func: Any  # the unscheduled PrimFunc
+    order: Any  # fuzzharness.oracles.order's analysis of the schedule
+    expected: Any  # the first run's references
+    outputs: dict[str, np.ndarray]  # the first run's outputs
+    judgement: Judgement  # of every run by every check (combine); a program check may amend it
+    same_program: bool  # the scheduled module equals the unscheduled one (an empty schedule)
+    exact: bool  # the first run's reference is bitwise (exact mode, or all-zero bounds)
+    emulated: bool  # the same-order emulation judged every element of the first run bitwise
+    policy: str  # the run's baseline policy (fuzzharness.oracles.metamorphic.POLICIES)
+    base_judge: Callable[[dict[str, np.ndarray]], Judgement]  # by the check that decided
+
+
+class ProgramCheck(Protocol):
+    """A check that compares the kernel with *another build* of the case's program — the
+    unscheduled program (:mod:`fuzzharness.oracles.metamorphic`), or e.g. another pass
+    configuration.  Decided after the runs are judged, because it costs a compile."""
+
+    name: str
+    precedence: int
+
+    def plan(self, judged: Judged) -> str:
+        """``self`` (the kernel is that program: compare with its own outputs), ``build``
+        or ``skip``; must depend on the case and its judgement alone (a replay decides the
+        same)."""
+
+    def program(self, judged: Judged) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+        """(PrimFunc, target, pass configuration) to build when :meth:`plan` says ``build``."""
+
+    def conclude(self, judged: Judged, outputs: dict[str, np.ndarray] | None, how: str) -> Conclusion:
+        """The case's status given the other build's ``outputs`` (None: not built)."""
+
+
+program_checks: Registry[ProgramCheck] = Registry("program check")
+
+
+def register_program_check(cls: type) -> type:
+    """Class decorator: register one instance of ``cls`` under its ``name``."""
+    program_checks.add(cls.name, cls())
+    return cls
+
+
+program_checks.add_lazy("baseline", "fuzzharness.oracles.metamorphic:BASELINE")
+
+
+def ordered_program_checks() -> list[ProgramCheck]:
+    return sorted((c for _, c in program_checks.items()), key=lambda c: (c.precedence, c.name))
+
+
 # -- one judgement of all checks ----------------------------------------------------------------
 
 
@@ -145,8 +261,10 @@ def ordered_checks() -> list[Check]:
 
 
 def rank(result: CheckResult) -> tuple[int, str, int]:
-    """Precedence among failures: the check's, then first run before second."""
-    return checks[result.reference].precedence, result.reference, RUN_ORDER.index(result.run)
+    """Precedence among failures: the check's, then the order of the runs (:func:`run_order`)."""
+    runs = run_order()
+    at = runs.index(result.run) if result.run in runs else len(runs)
+    return checks[result.reference].precedence, result.reference, at
 
 
 def combine(results: list[CheckResult]) -> tuple[Judgement, CheckResult | None]:

@@ -78,7 +78,7 @@ class EmulationCheck(CheckBase):
         target, order = data.case.target, data.order
         if target_cpu(target) is None:
             return f"no arithmetic model for target kind {target.get('kind')}"
-        if order.spatial_kept and (data.exact_inputs or (data.run == "second" and not order.preserved)):
+        if order.spatial_kept and (data.exact_inputs or (data.run != "first" and not order.preserved)):
             ordered = False
         elif order.preserved:
             ordered = True

@@ -52,13 +52,13 @@ schedules of one program pays for its baseline once.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
 
 from fuzzharness.core.verdict import Status
 from fuzzharness.oracles.bounds import Expected
+from fuzzharness.oracles.checks import Conclusion, Judged
 from fuzzharness.oracles.compare import Judgement, first_bit_difference, judge
 from fuzzharness.oracles.order import OrderAnalysis
 
@@ -117,13 +117,6 @@ def plan(judgement: Judgement, order: OrderAnalysis, same_program: bool, exact: 
     return "skip"
 
 
-@dataclasses.dataclass
-class Conclusion:
-    status: Status
-    message: str | None  # replaces the judgement's message when set
-    details: dict[str, Any]
-
-
 def conclude(
     judgement: Judgement,
     order: OrderAnalysis,
@@ -178,3 +171,26 @@ def conclude(
 
 def _at(a: np.ndarray, idx: list[int]) -> float:
     return float(np.asarray(a)[tuple(idx)].astype(np.float64)) if idx else float("nan")
+
+
+class BaselineCheck:
+    """The metamorphic reference as a program check (:mod:`fuzzharness.oracles.checks`;
+    registered there by name, as ``baseline``)."""
+
+    name = "baseline"
+    precedence = 0
+
+    def plan(self, judged: Judged) -> str:
+        return plan(judged.judgement, judged.order, judged.same_program, judged.exact,
+                    judged.policy, sample_point(judged.case.id), judged.case.target,
+                    emulated=judged.emulated)
+
+    def program(self, judged: Judged) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+        return judged.func, baseline_target(judged.case.target), judged.case.pass_config
+
+    def conclude(self, judged: Judged, outputs: dict[str, np.ndarray] | None, how: str) -> Conclusion:
+        return conclude(judged.judgement, judged.order, judged.expected, judged.outputs, outputs,
+                        how, base_judge=judged.base_judge)
+
+
+BASELINE = BaselineCheck()

@@ -124,3 +124,142 @@ def test_precedence_orders_the_checks_not_import_order(registered):
 
     registered(First, precedence=-1)
     assert [c.name for c in ordered_checks()][:3] == ["toy_first", "bound", "emulation"]
+
+
+# -- input sets and program checks: the runs and the builds a verdict composes ------------------
+from fuzzharness.oracles.checks import (  # noqa: E402
+    Conclusion,
+    input_sets,
+    program_checks,
+    register_input_set,
+    register_program_check,
+)
+from fuzzharness.oracles.compare import first_bit_difference  # noqa: E402
+
+
+@pytest.fixture
+def only_toy_input_sets():
+    """The built-in second run out of the way (restored after), toy input sets removed."""
+    input_sets.remove("second")
+    added: list[str] = []
+    yield lambda cls: (register_input_set(cls), added.append(cls.name))
+    for name in added:
+        input_sets.remove(name)
+    input_sets.add_lazy("second", "fuzzharness.generators.input_sets:SECOND")
+
+
+class LargeFloats:
+    """Uniform floats in [-4, 4): partial sums that fp16 cannot hold exactly."""
+
+    name = "toy_large"
+    precedence = 0
+
+    def inputs(self, case, workload, specs):
+        from fuzzharness.oracles.numerics import numpy_dtype
+
+        rng = np.random.default_rng(int(case.id[:8], 16))
+        return "large", {s.name: rng.uniform(-4, 4, s.shape).astype(numpy_dtype(s.dtype))
+                         for s in specs}
+
+    def details(self, case, label):
+        return {"inputs": label}
+
+
+def _rounding_case() -> Case:
+    return Case(workload={"name": "test_matmul_rounds_accumulator",
+                          "params": {"M": 4, "N": 8, "K": 64, "dtype": "float16-acc32"}},
+                inputs={"distribution": "tiny_ints", "seed": 3},
+                schedule={"source": "test", "trace": []}, target={"kind": "llvm"})
+
+
+def test_a_plugin_input_set_finds_what_the_first_run_cannot(only_toy_input_sets, plugin_env):
+    """A kernel that rounds its fp32 accumulator to fp16 at every step is exact on tiny
+    integers (the first run passes it: one side); a toy input set of larger floats, registered
+    from outside, runs the same kernel again and decides the failure (the other side), its run
+    named in the details and its inputs given to the unscheduled baseline (which passes them:
+    TVM's wrong_result, not the reference's)."""
+    import fuzzharness.testing.wrong_programs  # noqa: F401  (registers the wrong workloads)
+
+    alone = execute(_rounding_case()).verdict
+    assert alone.status is Status.PASS, alone.line()
+    assert {c["run"] for c in alone.details["checks"]} == {"first"}
+    only_toy_input_sets(LargeFloats)
+    v = execute(_rounding_case()).verdict
+    assert v.status is Status.WRONG_RESULT, v.line()
+    assert v.details["decided_by"] == "bound (toy_large run)"
+    assert v.details["toy_large_run"] == {"inputs": "large"}
+    assert v.details["baseline"] == "build"
+
+
+def test_an_input_set_with_wrong_arrays_is_the_harness_s_error_not_tvm_s(only_toy_input_sets):
+    """float64 arrays for an fp32 kernel would make TVM refuse the call — a crash blamed on
+    TVM; the input set is checked first and the case is a harness_error naming it."""
+
+    class Float64s(LargeFloats):
+        name = "toy_float64"
+
+        def inputs(self, case, workload, specs):
+            return "f64", {s.name: np.ones(s.shape) for s in specs}
+
+    only_toy_input_sets(Float64s)
+    v = execute(_matmul_case()).verdict
+    assert v.status is Status.HARNESS_ERROR, v.line()
+    assert "input set 'toy_float64': input A must be a float32(4, 16) array, got float64(4, 16)" in v.message
+
+
+class AgainstAProgram:
+    """The kernel must equal, bit for bit, the unscheduled build of workload ``other``."""
+
+    name = "toy_against_program"
+    precedence = 5
+    other = "matmul"
+
+    def plan(self, judged):
+        return "build"
+
+    def program(self, judged):
+        from fuzzharness.generators.workloads import workloads
+
+        func = workloads[self.other].kernel_prim_func(judged.case.params)
+        return func, judged.case.target, dict(judged.case.pass_config, **{"tirx.disable_vectorize": True})
+
+    def conclude(self, judged, outputs, how):
+        same = first_bit_difference(judged.outputs, outputs) is None
+        if same:
+            return Conclusion(judged.judgement.status, None, {"toy_same": True})
+        return Conclusion(Status.WRONG_RESULT, f"differs from the {self.other} build", {"toy_same": False})
+
+
+@pytest.fixture
+def program_check():
+    added: list[str] = []
+
+    def add(cls):
+        register_program_check(cls)
+        added.append(cls.name)
+
+    yield add
+    for name in added:
+        program_checks.remove(name)
+
+
+def test_a_plugin_program_check_builds_its_program_and_decides(program_check, plugin_env):
+    """A program check registered from outside builds its own program after the built-in
+    baseline: against a serial build of the same program a correct kernel passes (one side);
+    against the off-by-one program's build it fails, with the plugin's message (the other)."""
+    import fuzzharness.testing.wrong_programs  # noqa: F401
+
+    program_check(AgainstAProgram)
+    v = execute(_matmul_case()).verdict
+    assert v.status is Status.PASS and v.details["toy_same"] is True, v.line()
+    assert "order" in v.details  # the built-in baseline check concluded first
+
+    class AgainstOffByOne(AgainstAProgram):
+        name = "toy_against_off_by_one"
+        other = "test_matmul_off_by_one"
+
+    program_checks.remove("toy_against_program")
+    program_check(AgainstOffByOne)
+    w = execute(_matmul_case()).verdict
+    assert w.status is Status.WRONG_RESULT and w.details["toy_same"] is False, w.line()
+    assert "differs from the test_matmul_off_by_one build" in w.message

@@ -1,17 +1,11 @@
-"""Judge every kernel twice: two input sets, two references, one verdict.
+"""Judge every kernel more than once: several input sets, several checks, one verdict.
 
-A compiled kernel is run on two input sets (compiling is the expensive part, running and
-judging are cheap — about 180 ms against 3 ms per case):
-
-``first``   the case's own inputs (a float distribution, or the exact-integer mode);
-``second``  for a float-mode case, exact inputs (:meth:`fuzzharness.generators.workloads.base.Workload.
-            exact_inputs`: small integers times powers of two, chosen so that every partial
-            sum is exact in the program's declared accumulator but not in a narrower one;
-            balanced layer-norm rows; softmax rows whose exponentials are exactly 0 or 1);
-            for an exact-mode case, and for workloads without exact inputs, a float
-            distribution (``uniform``, or ``normal`` when the case already draws uniform).
-            Its seed comes from the case id, so a case's second inputs never change and the
-            generator's draws — hence every case id — stay what they were.
+A compiled kernel is run on the case's own inputs (``first``: a float distribution, or the
+exact-integer mode) and on every registered input set that applies
+(:class:`fuzzharness.oracles.checks.InputSet`; compiling is the expensive part, running and
+judging are cheap — about 180 ms against 3 ms per case).  Built in is ``second``
+(:mod:`fuzzharness.generators.input_sets`): exact inputs for a float-mode case (every
+partial sum exact in the declared accumulator), another float distribution otherwise.
 
 Each run is judged by every registered check (:mod:`fuzzharness.oracles.checks`; a plugin
 adds its own), built in the two references:
@@ -58,45 +52,47 @@ from typing import Any
 import numpy as np
 
 from fuzzharness.core.verdict import Status
-from fuzzharness.generators.inputs import make_inputs
 from fuzzharness.oracles import target_math
 from fuzzharness.oracles.checks import (
     CheckResult,
     RunData,
     baseline_judge,
     combine,
+    input_sets,
     judge_all,
+    ordered_input_sets,
 )
 from fuzzharness.oracles.compare import Judgement
+from fuzzharness.oracles.numerics import numpy_dtype
 from fuzzharness.oracles.program import Numerics
 
-#: the second run's seed: case-id hex digits not used by fuzzharness.oracles.metamorphic.sample_point
-SEED_DIGITS = slice(8, 16)
+# -- the other input sets ----------------------------------------------------------------------
 
 
-# -- the second input set -------------------------------------------------------------------
+def other_inputs(case, workload, specs) -> list[tuple[str, str, dict[str, np.ndarray]]]:
+    """(input set, what its inputs are, arrays) of every input set that applies to ``case``."""
+    out = []
+    for input_set in ordered_input_sets():
+        got = input_set.inputs(case, workload, specs)
+        if got is not None:
+            _check_arrays(input_set.name, specs, got[1])
+            out.append((input_set.name, *got))
+    return out
 
 
-def second_seed(case_id: str) -> int:
-    return int(case_id[SEED_DIGITS], 16)
+def _check_arrays(name: str, specs, arrays: dict[str, np.ndarray]) -> None:
+    """A plugin's wrong arrays are the harness's error (raised here, in harness code), never
+    a kernel crash blamed on TVM."""
+    for s in specs:
+        a = arrays.get(s.name)
+        want = np.dtype(numpy_dtype(s.dtype))
+        if not isinstance(a, np.ndarray) or a.shape != tuple(s.shape) or a.dtype != want:
+            got = "missing" if a is None else f"{getattr(a, 'dtype', type(a).__name__)}{getattr(a, 'shape', '')}"
+            raise ValueError(f"input set {name!r}: input {s.name} must be a {want}{tuple(s.shape)} "
+                             f"array, got {got}")
 
 
-def second_inputs(case, workload, specs) -> tuple[str, dict[str, np.ndarray]] | None:
-    """(label, arrays) of the second run, or None (special-value cases: their point is the
-    first run's IEEE semantics)."""
-    dist = case.inputs.get("distribution")
-    if dist == "special_values":
-        return None
-    seed = second_seed(case.id)
-    if case.oracle.get("mode") != "exact":
-        exact = workload.exact_inputs(case.params, np.random.default_rng([seed, 17]))
-        if exact is not None:
-            return "exact", exact
-    other = "normal" if dist == "uniform" else "uniform"
-    return other, make_inputs(specs, other, seed)
-
-
-# -- one judgement of both runs (the emulation check: fuzzharness.oracles.emulation_check) ----
+# -- one judgement of all runs (the emulation check: fuzzharness.oracles.emulation_check) -----
 
 
 @dataclasses.dataclass
@@ -106,27 +102,27 @@ class Runs:
     judgement: Judgement
     checks: list[CheckResult]
     bitwise_first: bool  # the first run was judged bitwise in full (the baseline adds nothing)
-    failing_inputs: dict[str, np.ndarray] | None  # inputs of the failing run, when the second
+    failing_run: str | None  # the input set whose run decided the failure, when not the first
+    failing_inputs: dict[str, np.ndarray] | None  # ... and its inputs
     base_judge: Any  # baseline outputs -> Judgement, by the check that decided (see conclude)
     details: dict[str, Any]
 
 
-def judge_runs(workload, case, func, order, expected, inputs, outputs, second) -> Runs:
-    """Judge both runs by every registered check (see the module docstring).
+def judge_runs(workload, case, func, order, expected, inputs, outputs, others) -> Runs:
+    """Judge every run by every registered check (see the module docstring).
 
     ``expected``: the first run's references (bound or exact mode, as the case asks);
-    ``second``: ``(label, inputs, outputs)`` of the second run, or None.
+    ``others``: ``(input set, label, inputs, outputs)`` of each other run.
     """
     details: dict[str, Any] = {}
     runs = {"first": RunData("first", case, func, order, inputs, outputs, expected,
                              case.oracle.get("mode") == "exact")}
-    if second is not None:
-        label, inputs2, outputs2 = second
+    for name, label, inputs2, outputs2 in others:
         with np.errstate(all="ignore"), target_math.applied(case.target):
             expected2 = workload.reference(case.params, inputs2, Numerics(func, case.target))
-        runs["second"] = RunData("second", case, func, order, inputs2, outputs2, expected2,
-                                 label == "exact")
-        details["second_run"] = {"inputs": label, "seed": second_seed(case.id)}
+        runs[name] = RunData(name, case, func, order, inputs2, outputs2, expected2,
+                             label == "exact")
+        details[f"{name}_run"] = input_sets[name].details(case, label)
     results, skipped = judge_all(runs)
     judgement, deciding = combine(results)
     details["checks"] = [c.to_dict() for c in results]
@@ -141,5 +137,6 @@ def judge_runs(workload, case, func, order, expected, inputs, outputs, second) -
         details["decided_by"] = f"{deciding.reference} ({deciding.run} run)"
         if deciding.reference == "emulation":
             details["emulation_ordered"] = deciding.ordered
-    failing = runs["second"].inputs if deciding is not None and deciding.run == "second" else None
-    return Runs(judgement, results, bitwise_first, failing, baseline_judge(runs, deciding), details)
+    failing = deciding.run if deciding is not None and deciding.run != "first" else None
+    return Runs(judgement, results, bitwise_first, failing,
+                runs[failing].inputs if failing else None, baseline_judge(runs, deciding), details)

@@ -10,9 +10,11 @@
 ``verify``    float64 reference + error bound; inputs must be unchanged; transform_layout
               padding must hold the pad value; the order-preservation analysis of the
               scheduled IR decides whether the metamorphic baseline is needed
-``baseline``  (only when :func:`fuzzharness.oracles.metamorphic.plan` asks for it) build and
-              run the *unscheduled* program on the same inputs: the metamorphic reference for
-              the order-aware bitwise check and the cross-check of the numpy reference
+``baseline``  (only when a program check asks for it: :class:`fuzzharness.oracles.checks.
+              ProgramCheck`) build and run another program on the same inputs — built in,
+              the *unscheduled* program (:mod:`fuzzharness.oracles.metamorphic`): the
+              metamorphic reference for the order-aware bitwise check and the cross-check
+              of the numpy reference
 
 In the exact-integer input mode (``case.oracle["mode"] == "exact"``) the reference is the
 correctly rounded exact result with bound 0 (:func:`fuzzharness.oracles.bounds.exact_mode`).
@@ -20,6 +22,7 @@ correctly rounded exact result with bound 0 (:func:`fuzzharness.oracles.bounds.e
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -39,18 +42,20 @@ from fuzzharness.execution.stages import CaseRun, Execution
 from fuzzharness.generators.inputs import make_inputs
 from fuzzharness.generators.workloads import workloads
 from fuzzharness.oracles import bounds, metamorphic, target_math
+from fuzzharness.oracles.checks import Conclusion, Judged, ordered_program_checks
 from fuzzharness.oracles.compare import judge
 from fuzzharness.oracles.numerics import numpy_dtype
 from fuzzharness.oracles.order import accumulation_order
 from fuzzharness.oracles.program import Numerics
 
-#: compiled unscheduled programs (see fuzzharness.oracles.metamorphic), least recently used first
-_BASELINES: dict[tuple[str, str, str], Any] = {}
+#: the other builds of program checks (the unscheduled programs: fuzzharness.oracles.metamorphic),
+#: least recently used first
+_BUILDS: dict[tuple[str, str, str, str], Any] = {}
 
 
 def clear_baseline_cache() -> None:
-    """Forget the compiled unscheduled programs (a benchmark that times building them)."""
-    _BASELINES.clear()
+    """Forget the compiled other programs (a benchmark that times building them)."""
+    _BUILDS.clear()
 
 
 def run_case(execution: Execution, result: CaseRun) -> None:
@@ -85,11 +90,10 @@ def run_case(execution: Execution, result: CaseRun) -> None:
         kernel_in, args, raw, outputs = _run_kernel(backend, program, layouts, specs,
                                                     out_specs, inputs)
         result.outputs = outputs
-        # the same kernel on a second input set (fuzzharness.execution.second_run)
-        second = second_run.second_inputs(case, workload, specs)
-        if second is not None:
-            second = (*second, _run_kernel(backend, program, layouts, specs, out_specs,
-                                           second[1])[3])
+        # the same kernel on the other input sets (fuzzharness.execution.second_run)
+        others = [(name, label, arrays, _run_kernel(backend, program, layouts, specs,
+                                                    out_specs, arrays)[3])
+                  for name, label, arrays in second_run.other_inputs(case, workload, specs)]
     with stage(Stage.VERIFY):
         clobbered = [s.name for s, a in zip(specs, args, strict=False)
                      if not np.array_equal(a, kernel_in[s.name], equal_nan=True)]
@@ -111,25 +115,13 @@ def run_case(execution: Execution, result: CaseRun) -> None:
         analysed = scheduled if kernel_func is func else replay_trace(func, case.trace).mod["main"]
         order = accumulation_order(func, analysed)
         runs = second_run.judge_runs(workload, case, func, order, expected, inputs, outputs,
-                                     second)
+                                     others)
         j = runs.judgement
-        how = metamorphic.plan(j, order, structural_equal(func, scheduled), exact,
-                               execution.baseline_policy, metamorphic.sample_point(case.id),
-                               case.target, emulated=runs.bitwise_first)
-    baseline = outputs if how == "self" else None
-    if how == "build":
-        with stage(Stage.BASELINE):
-            try:
-                baseline = _run_baseline(case, backend, workload, func, specs, out_specs,
-                                         runs.failing_inputs or inputs)
-            except UnsupportedHostCode:  # the unscheduled program has no kernel for the
-                how = "skip"  # device (a GPU target needs bindings): no baseline to compare
-        result.baseline = baseline
-    elif how == "self" and runs.failing_inputs is not None:
-        baseline = second[2]  # the program itself, on the run that failed
-    with stage(Stage.VERIFY):
-        c = metamorphic.conclude(j, order, expected, outputs, baseline, how,
-                                 base_judge=runs.base_judge)
+        judged = Judged(case, func, order, expected, outputs, j, structural_equal(func, scheduled),
+                        exact, runs.bitwise_first, execution.baseline_policy, runs.base_judge)
+    c = _program_checks(stage, result, judged, runs, others,
+                        lambda check, arrays: _run_program(check, judged, backend, workload,
+                                                           specs, out_specs, arrays))
     problems = []
     if clobbered:
         problems.append(f"the kernel overwrote its input(s) {', '.join(clobbered)}")
@@ -141,6 +133,34 @@ def run_case(execution: Execution, result: CaseRun) -> None:
         problems=problems,
         facts=lambda: _confirmed(schedule_facts(result.scheduled), case, backend, sch.mod,
                                  layouts, specs, out_specs, inputs, outputs, expected))
+
+
+def _program_checks(stage, result, judged: Judged, runs, others, run_program) -> Conclusion:
+    """Every registered program check (:class:`fuzzharness.oracles.checks.ProgramCheck`, the
+    unscheduled baseline built in) in order, each on the status the previous one left; the
+    other build (``run_program(check, inputs)``) runs on the inputs of the run that decided
+    the case."""
+    c = Conclusion(judged.judgement.status, None, {})
+    for check in ordered_program_checks():
+        if c.status is not judged.judgement.status or c.message is not None:
+            judged = dataclasses.replace(judged, judgement=dataclasses.replace(
+                judged.judgement, status=c.status, message=c.message or judged.judgement.message))
+        with stage(Stage.VERIFY):
+            how = check.plan(judged)
+        other = judged.outputs if how == "self" else None
+        if how == "build":
+            with stage(Stage.BASELINE):
+                try:
+                    other = run_program(check, runs.failing_inputs or result.inputs)
+                except UnsupportedHostCode:  # the other program has no kernel for the
+                    how = "skip"  # device (a GPU target needs bindings): nothing to compare
+            result.baseline = other if result.baseline is None else result.baseline
+        elif how == "self" and runs.failing_run is not None:  # the program itself, on the run that failed
+            other = next(o for name, _, _, o in others if name == runs.failing_run)
+        with stage(Stage.VERIFY):
+            now = check.conclude(judged, other, how)
+        c = Conclusion(now.status, now.message or c.message, {**c.details, **now.details})
+    return c
 
 
 #: the mechanism fact, and what it becomes when the case still fails without vectorization
@@ -179,23 +199,24 @@ def _run_kernel(backend, program, layouts, specs, out_specs, inputs):
     return kernel_in, args, raw, outputs
 
 
-def _run_baseline(case, backend, workload, func, specs, out_specs, inputs):
-    """The unscheduled program's outputs; its build is cached per program, target, options."""
+def _run_program(check, judged: Judged, backend, workload, specs, out_specs, inputs):
+    """The outputs of ``check``'s other build; builds are cached per check, program text,
+    target and pass configuration."""
     import tvm
 
-    target = metamorphic.baseline_target(case.target)  # GPU: the unscheduled program on llvm
-    if target is not case.target:
-        backend = backends["llvm"]
-    key = (workload.source(case.params), canonical_json(target),
-           canonical_json(case.pass_config))
-    program = _BASELINES.pop(key, None)
+    case = judged.case
+    func, target, config = check.program(judged)
+    if target is not case.target and target.get("kind") != case.target.get("kind"):
+        backend = backends[target["kind"]]  # e.g. GPU: the unscheduled program on llvm
+    # a program check's program is a function of the case's program, target and options
+    key = (check.name, workload.source(case.params), canonical_json(target), canonical_json(config))
+    program = _BUILDS.pop(key, None)
     if program is None:
         module = tvm.IRModule({"main": func})
-        program = backend.build(backend.codegen(
-            backend.lower(module, target, case.pass_config), target))
-    _BASELINES[key] = program  # most recently used last
-    while len(_BASELINES) > metamorphic.BASELINE_CACHE_SIZE:
-        _BASELINES.pop(next(iter(_BASELINES)))
+        program = backend.build(backend.codegen(backend.lower(module, target, config), target))
+    _BUILDS[key] = program  # most recently used last
+    while len(_BUILDS) > metamorphic.BASELINE_CACHE_SIZE:
+        _BUILDS.pop(next(iter(_BUILDS)))
     args = [inputs[s.name].copy() for s in specs]
     args += [poison(o.shape, np.dtype(numpy_dtype(o.dtype))) for o in out_specs]
     results = backend.run(program, args, len(out_specs))

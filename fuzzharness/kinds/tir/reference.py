@@ -17,6 +17,7 @@ function the script runs reproduces the harness's numbers exactly; that is check
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -24,11 +25,12 @@ import numpy as np
 
 from fuzzharness.core.case import Case
 from fuzzharness.core.tvm_support import parse_prim_func
-from fuzzharness.execution import relayout, second_run
+from fuzzharness.execution import relayout
 from fuzzharness.generators.inputs import make_inputs
 from fuzzharness.generators.workloads import workloads
 from fuzzharness.kinds.tir.numpy_reference import needs_rounding, numpy_source
 from fuzzharness.oracles import bounds, numerics, target_math
+from fuzzharness.oracles.checks import input_sets
 from fuzzharness.oracles.emulate import emulate
 from fuzzharness.oracles.numerics import numpy_dtype
 from fuzzharness.oracles.program import Numerics
@@ -85,8 +87,9 @@ def expectation(case: Case, verdict=None) -> Expectation:
 
 def _decisive(case, wl, specs, decided: str, verdict, inputs, expected, exact):
     """(inputs, expected, exact) of the check that decided ``verdict`` (see expectation)."""
-    if "second run" in decided:
-        _, inputs = second_run.second_inputs(case, wl, specs)
+    run = re.search(r"\((\w+) run\)", decided)
+    if run and run.group(1) != "first":  # another input set decided: its inputs
+        _, inputs = input_sets[run.group(1)].inputs(case, wl, specs)
         exact = False
         with np.errstate(all="ignore"), target_math.applied(case.target):
             expected = wl.reference(case.params, inputs,
