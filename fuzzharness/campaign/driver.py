@@ -47,12 +47,11 @@ import random
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from fuzzharness.backends.rpc import ENV as RPC_ENV
-from fuzzharness.buckets.findings import known_of_bucket, repro_for
 from fuzzharness.buckets.known_bugs import KnownBugs, Match
 from fuzzharness.campaign import coverage
 from fuzzharness.campaign.confirm import Change, Confirmer
@@ -60,7 +59,7 @@ from fuzzharness.campaign.db import ResultsDB
 from fuzzharness.campaign.feedback import Feedback
 from fuzzharness.campaign.minimizing.after import after_campaign
 from fuzzharness.campaign.minimizing.lanes import Lanes
-from fuzzharness.campaign.outcome import BucketReport, CampaignSummary
+from fuzzharness.campaign.outcome import CampaignSummary, bucket_reports
 from fuzzharness.campaign.progress import Progress
 from fuzzharness.campaign.settings import RESUMABLE, CampaignSettings, SettingsError
 from fuzzharness.core import interpreter
@@ -72,6 +71,20 @@ GRACE = 10.0  # seconds cases still running at the end of the time budget may ta
 #: seconds one bucket may take while the campaign minimizes (fuzzharness minimize: 120): most
 #: converge in 5–30 s; a bucket that does not (a flaky nan) must not hold a lane for long
 LIVE_BUCKET_BUDGET = 60.0
+
+
+@dataclasses.dataclass
+class RunState:
+    """What one session's loop keeps track of (:meth:`Campaign.run`)."""
+
+    start: float  # time.monotonic() when the session started
+    known_of: dict[str, Match | None]  # finding bucket → its known bug (None: new)
+    stored: int = 0  # results stored by this session
+    counts: Counter[str] = dataclasses.field(default_factory=Counter)  # per status
+    executor: Any = None
+    lanes: Lanes | None = None  # minimization sharing the workers
+    ended: float | None = None  # when the campaign's own cases stopped (minimizing may go on)
+    interrupted: str = ""  # Ctrl-C during "cases" or "minimizing"
 
 
 class Campaign:
@@ -166,115 +179,131 @@ class Campaign:
 
     # -- run --------------------------------------------------------------------------------
     def run(self) -> CampaignSummary:
+        """The loop (:meth:`_loop`), then the end-of-run phases (:meth:`_summary`,
+        :meth:`_minimize_after`); rendering the summary is :mod:`fuzzharness.campaign.summary`'s."""
         s = self.settings
         budget = s.time_budget - (self.db.elapsed_before() if self.resume else 0.0) if s.time_budget else 0.0
         done = self.db.done_indices()
         todo = sum(1 for i in range(s.max_cases) if i not in done) if s.max_cases else None
         nothing_left = (s.time_budget and budget <= 0) or todo == 0
         self.db.start_session(self.argv)
-        start = time.monotonic()
-        deadline = start + budget if s.time_budget else None
         tvm_version = self.versions.get("tvm")
-        known_of: dict[str, Match | None] = {
+        st = RunState(start=time.monotonic(), known_of={
             b["key"]: self.known.classify(b["signature"], tvm_version) for b in self.db.buckets()
-            if b["signature"].is_finding}
+            if b["signature"].is_finding})
+        deadline = st.start + budget if s.time_budget else None
         progress = Progress(total=todo, deadline=deadline, enabled=self.show_progress)
-        stored = 0
-        counts: Counter[str] = Counter()
-        executor = None
-        interrupted = ""
-        lanes = None
-        ended = [None]  # when the campaign's own cases stopped (minimization may go on)
         confirmer = Confirmer(self.db, self.out, enabled=s.confirm,
-                              submit=lambda task: executor.add(task), task_for=self._task)
-
-        def apply(change: Change) -> None:
-            """Count a stored (or re-judged) result; a bucket seen first goes to the lanes
-            (a finding's signature comes only once it is confirmed alone)."""
-            nonlocal stored
-            if change.old_status is None:
-                stored += 1
-            elif counts[change.old_status] > 0:
-                counts[change.old_status] -= 1
-            counts[change.verdict.status.value] += 1
-            sig = change.signature
-            if sig is not None and sig.is_finding and sig.key not in known_of:
-                known_of[sig.key] = m = self.known.classify(sig, tvm_version)
-                if lanes is not None and (m is None or not m.confirmed):
-                    lanes.offer(sig.key, probably_known=m is not None)
-
+                              submit=lambda task: st.executor.add(task), task_for=self._task)
+        minimized = None
         try:
             if not nothing_left:
-                executor = make_executor(s.executor, self._executor_config())
-                confirmer.resume()
-                stop = (lambda: time.monotonic() >= deadline) if deadline else (lambda: False)
-                abandon = deadline + min(s.timeout, GRACE) if deadline else None
-                if self.minimize_budget > 0 and executor.supports_idle:
-                    lanes = self._lanes(known_of, deadline)
-                    tasks = self._shared_tasks(lanes, stop, progress, ended, confirmer, apply)
-                    stop, wake = None, {"wakeup_fd": lanes.wakeup_fd}
-                else:
-                    tasks, wake = self._tasks(confirmer.options()), {}
-                for r in executor.run(tasks, should_stop=stop or (lambda: False),
-                                      abandon_at=abandon, **wake):
-                    if lanes is not None and lanes.deliver(r):
-                        continue  # a minimization candidate, not a campaign case
-                    changes = confirmer.handle(r)
-                    for change in changes:
-                        apply(change)
-                    if changes and changes[0].old_status is None and ended[0] is None:
-                        progress.update(r.verdict, counts, executor.restarts,
-                                        buckets=len(known_of),
-                                        new=sum(1 for k in known_of.values() if k is None))
+                self._loop(st, deadline, progress, confirmer, tvm_version)
             for change in confirmer.finish(self._fresh_pool, progress=self._note):
-                apply(change)
+                self._count(st, change, tvm_version)
         except KeyboardInterrupt:  # results so far are committed; the workers die below
-            interrupted = "cases" if ended[0] is None else "minimizing"
+            st.interrupted = "cases" if st.ended is None else "minimizing"
         finally:
-            if executor is not None:
-                executor.close()
+            if st.executor is not None:
+                st.executor.close()
             progress.close()
-            minimized = None
-            if lanes is not None:
-                if not interrupted:  # after Ctrl-C no bucket starts: the lanes only stop
-                    lanes.pump()
-                lanes.skip_rest()
-                lanes.close()
-                minimized = format_report(lanes.results, total_budget=self.minimize_budget,
-                                          seconds=time.monotonic() - start, live=True)
-                if interrupted:
-                    minimized = (f"minimize: interrupted; what was verified is stored; run "
-                                 f"`fuzzharness minimize {self.out}` for the rest\n{minimized}")
-            self.db.end_session(stored)
-        elapsed = (ended[0] or time.monotonic()) - start
+            if st.lanes is not None:
+                minimized = self._close_lanes(st)
+            self.db.end_session(st.stored)
+        summary = self._summary(st, confirmer, tvm_version)
+        if minimized is not None:
+            summary.minimized = minimized
+        elif self.minimize_budget > 0 and summary.new_buckets and not st.interrupted:
+            self._minimize_after(summary, tvm_version)
+        return summary
+
+    def _loop(self, st: RunState, deadline: float | None, progress: Progress,
+              confirmer: Confirmer, tvm_version: str | None) -> None:
+        """Run the campaign's cases (and, sharing the workers, the minimization lanes)."""
+        s = self.settings
+        st.executor = executor = make_executor(s.executor, self._executor_config())
+        confirmer.resume()
+        stop = (lambda: time.monotonic() >= deadline) if deadline else (lambda: False)
+        abandon = deadline + min(s.timeout, GRACE) if deadline else None
+        if self.minimize_budget > 0 and executor.supports_idle:
+            st.lanes = self._lanes(st.known_of, deadline)
+            tasks = self._shared_tasks(st, stop, progress, confirmer, tvm_version)
+            stop, wake = None, {"wakeup_fd": st.lanes.wakeup_fd}
+        else:
+            tasks, wake = self._tasks(confirmer.options()), {}
+        for r in executor.run(tasks, should_stop=stop or (lambda: False),
+                              abandon_at=abandon, **wake):
+            if st.lanes is not None and st.lanes.deliver(r):
+                continue  # a minimization candidate, not a campaign case
+            changes = confirmer.handle(r)
+            for change in changes:
+                self._count(st, change, tvm_version)
+            if changes and changes[0].old_status is None and st.ended is None:
+                progress.update(r.verdict, st.counts, executor.restarts,
+                                buckets=len(st.known_of),
+                                new=sum(1 for k in st.known_of.values() if k is None))
+
+    def _count(self, st: RunState, change: Change, tvm_version: str | None) -> None:
+        """Count a stored (or re-judged) result; a bucket seen first goes to the lanes (a
+        finding's signature comes only once it is confirmed alone)."""
+        if change.old_status is None:
+            st.stored += 1
+        elif st.counts[change.old_status] > 0:
+            st.counts[change.old_status] -= 1
+        st.counts[change.verdict.status.value] += 1
+        sig = change.signature
+        if sig is not None and sig.is_finding and sig.key not in st.known_of:
+            st.known_of[sig.key] = m = self.known.classify(sig, tvm_version)
+            if st.lanes is not None and (m is None or not m.confirmed):
+                st.lanes.offer(sig.key, probably_known=m is not None)
+
+    # -- the end of a run ----------------------------------------------------------------------
+    def _close_lanes(self, st: RunState) -> str:
+        """Stop the lanes (after Ctrl-C no bucket starts: they only stop); their report."""
+        lanes = st.lanes
+        if not st.interrupted:
+            lanes.pump()
+        lanes.skip_rest()
+        lanes.close()
+        minimized = format_report(lanes.results, total_budget=self.minimize_budget,
+                                  seconds=time.monotonic() - st.start, live=True)
+        if st.interrupted:
+            minimized = (f"minimize: interrupted; what was verified is stored; run "
+                         f"`fuzzharness minimize {self.out}` for the rest\n{minimized}")
+        return minimized
+
+    def _summary(self, st: RunState, confirmer: Confirmer, tvm_version: str | None) -> CampaignSummary:
+        """What the session did, read back from the database (which it closes)."""
+        executor = st.executor
+        elapsed = (st.ended or time.monotonic()) - st.start
         summary = CampaignSummary(
-            self.out, self.seed, stored, self.db.count(), elapsed, dict(counts),
-            executor.restarts if executor is not None else 0, self._bucket_reports(tvm_version),
+            self.out, self.seed, st.stored, self.db.count(), elapsed, dict(st.counts),
+            executor.restarts if executor is not None else 0, bucket_reports(self.db, self.known, tvm_version),
             self.known.source, executor.recycled if executor is not None else 0,
             confirmations=dict(confirmer.counts))
-        summary.interrupted = interrupted
-        summary.strict_order = s.strict_order
+        summary.interrupted = st.interrupted
+        summary.strict_order = self.settings.strict_order
         summary.coverage = coverage.store_table(self.db.conn)
         summary.foreign_tvm = sorted(getattr(executor, "tvm_versions", set()) - {tvm_version})
         summary.root_causes = self.known.group_root_causes(self.db.root_causes(), tvm_version)
         self.db.close()
-        if minimized is not None:
-            summary.minimized = minimized
-        elif self.minimize_budget > 0 and summary.new_buckets and not interrupted:
-            try:
-                summary.minimized = after_campaign(self.out, self.minimize_budget,
-                                                   progress=self.show_progress)
-            except KeyboardInterrupt:  # its workers are gone; verified repros are stored
-                summary.interrupted = "minimizing"
-                summary.minimized = (f"minimize: interrupted; what was verified is stored; "
-                                     f"run `fuzzharness minimize {self.out}` for the rest")
-            db = ResultsDB(self.out)
-            try:
-                summary.root_causes = self.known.group_root_causes(db.root_causes(), tvm_version)
-                summary.buckets = self._bucket_reports(tvm_version, db)
-            finally:
-                db.close()
         return summary
+
+    def _minimize_after(self, summary: CampaignSummary, tvm_version: str | None) -> None:
+        """Minimize the new buckets after the campaign (an executor without shared lanes)."""
+        try:
+            summary.minimized = after_campaign(self.out, self.minimize_budget,
+                                               progress=self.show_progress)
+        except KeyboardInterrupt:  # its workers are gone; verified repros are stored
+            summary.interrupted = "minimizing"
+            summary.minimized = (f"minimize: interrupted; what was verified is stored; "
+                                 f"run `fuzzharness minimize {self.out}` for the rest")
+        db = ResultsDB(self.out)
+        try:
+            summary.root_causes = self.known.group_root_causes(db.root_causes(), tvm_version)
+            summary.buckets = bucket_reports(db, self.known, tvm_version)
+        finally:
+            db.close()
 
     # -- minimization while the campaign runs -------------------------------------------------
     def _lanes(self, known_of: dict[str, Match | None], deadline: float | None) -> Lanes:
@@ -292,14 +321,14 @@ class Campaign:
                 lanes.offer(key, probably_known=m is not None)
         return lanes
 
-    def _shared_tasks(self, lanes: Lanes, stop, progress: Progress, ended: list,
-                      confirmer: Confirmer, apply: Callable[[Change], None]) -> Iterator[Task]:
+    def _shared_tasks(self, st: RunState, stop, progress: Progress, confirmer: Confirmer,
+                      tvm_version: str | None) -> Iterator[Task]:
         """The campaign's cases with the lanes' candidates woven in — at most half the
         workers (at least one) go to candidates while the campaign runs; all of them once it
         is over, until the lanes are finished (:data:`~fuzzharness.engine.executor.IDLE`
         while they think, or while failures wait for their confirmation: a confirmed one is
         a bucket for the lanes)."""
-        s = self.settings
+        s, lanes = self.settings, st.lanes
         share = max(1, s.workers // 2)
         for t in self._tasks(confirmer.options()):
             while (lt := lanes.next_task(share)) is not None:
@@ -307,9 +336,9 @@ class Campaign:
             if stop():
                 break
             yield t
-        ended[0] = time.monotonic()
+        st.ended = time.monotonic()
         if lanes.end_at is None:
-            lanes.end_at = ended[0] + self.minimize_budget
+            lanes.end_at = st.ended + self.minimize_budget
         progress.close()
         # The damage searches run now, not after the minimization: a culprit they find is a
         # new bucket, which gets its share of the minimization time like any other.  The
@@ -321,11 +350,11 @@ class Campaign:
         if not confirmer.in_flight:
             searched = time.monotonic()
             for change in confirmer.search_damage(self._fresh_pool, progress=self._note):
-                apply(change)
+                self._count(st, change, tvm_version)
             lanes.end_at += time.monotonic() - searched
         if lanes.busy:
             self._say_minimize(f"the campaign's cases are done; minimizing on all {s.workers} "
-                               f"workers (at most {max(0.0, lanes.end_at - ended[0]):.0f} s more)")
+                               f"workers (at most {max(0.0, lanes.end_at - st.ended):.0f} s more)")
         while (confirmer.in_flight and time.monotonic() < lanes.end_at + s.timeout) \
                 or not lanes.finished():
             lt = lanes.next_task(s.workers)
@@ -362,28 +391,3 @@ class Campaign:
     def _note(self, line: str) -> None:
         if self.show_progress:
             print(line, file=sys.stderr)
-
-    def _bucket_reports(self, tvm_version: str | None, db: ResultsDB | None = None) -> list[BucketReport]:
-        """Every bucket with what it is: a known bug (by its verified minimized repro's root
-        cause when it has one, else by its raw signature: known, or only probably known),
-        or new."""
-        db = db or self.db
-        stats = db.bucket_stats()
-        repros = {r["bucket"]: r for r in db.repros()}
-        via = {bucket: a["via"] for bucket, a in db.attachments().items()}
-        out = []
-        for b in db.buckets():
-            sig = b["signature"]
-            st = stats.get(b["key"], {})
-            m, root, minimized, raw = None, "", False, None
-            if sig.is_finding or sig.is_note:
-                raw = self.known.classify(sig, tvm_version)
-                m, root, minimized = known_of_bucket(self.known, sig,
-                                                     repro_for(b["key"], repros, via), tvm_version)
-            out.append(BucketReport(
-                b["key"], b["title"], sig, b["count"], b["example_idx"],
-                m.bug if m is not None else None,
-                sorted(st.get("workloads", ())), sorted(st.get("dtypes", ())),
-                confirmed=m is None or m.confirmed, root_cause=root, minimized=minimized,
-                resembles=raw.bug if m is None and raw is not None else None))
-        return out

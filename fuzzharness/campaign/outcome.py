@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
-from fuzzharness.buckets.known_bugs import KnownBug
+from fuzzharness.buckets.findings import known_of_bucket, repro_for
+from fuzzharness.buckets.known_bugs import KnownBug, KnownBugs
 from fuzzharness.buckets.signatures import Signature
 from fuzzharness.core.errors import EXIT_FINDINGS, EXIT_HARNESS, EXIT_OK
 
@@ -103,3 +105,28 @@ class CampaignSummary:
         if self.new_buckets or new_notes:
             return EXIT_FINDINGS
         return EXIT_HARNESS if self.harness_errors else EXIT_OK
+
+
+def bucket_reports(db: Any, known: KnownBugs, tvm_version: str | None) -> list[BucketReport]:
+    """Every bucket of ``db`` (a :class:`fuzzharness.campaign.db.ResultsDB`) with what it is:
+    a known bug (by its verified minimized repro's root cause when it has one, else by its
+    raw signature: known, or only probably known), or new."""
+    stats = db.bucket_stats()
+    repros = {r["bucket"]: r for r in db.repros()}
+    via = {bucket: a["via"] for bucket, a in db.attachments().items()}
+    out = []
+    for b in db.buckets():
+        sig = b["signature"]
+        st = stats.get(b["key"], {})
+        m, root, minimized, raw = None, "", False, None
+        if sig.is_finding or sig.is_note:
+            raw = known.classify(sig, tvm_version)
+            m, root, minimized = known_of_bucket(known, sig, repro_for(b["key"], repros, via),
+                                                 tvm_version)
+        out.append(BucketReport(
+            b["key"], b["title"], sig, b["count"], b["example_idx"],
+            m.bug if m is not None else None,
+            sorted(st.get("workloads", ())), sorted(st.get("dtypes", ())),
+            confirmed=m is None or m.confirmed, root_cause=root, minimized=minimized,
+            resembles=raw.bug if m is None and raw is not None else None))
+    return out
