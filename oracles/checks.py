@@ -115,13 +115,24 @@ class CheckBase:
         return again.judgement
 
 
+def _registrar(registry: Registry) -> Callable[[type], type]:
+    def register(cls: type) -> type:
+        """Class decorator: register one instance of ``cls`` under its ``name``."""
+        registry.add(cls.name, cls())
+        return cls
+
+    return register
+
+
+def _by_precedence(registry: Registry) -> list[Any]:
+    """The entries of ``registry`` by ``(precedence, name)``, never import order."""
+    return sorted((e for _, e in registry.items()), key=lambda e: (e.precedence, e.name))
+
+
 checks: Registry[Check] = Registry("check")
 
 
-def register_check(cls: type) -> type:
-    """Class decorator: register one instance of ``cls`` under its ``name``."""
-    checks.add(cls.name, cls())
-    return cls
+register_check = _registrar(checks)
 
 
 @register_check
@@ -165,12 +176,7 @@ class InputSet(Protocol):
 
 
 input_sets: Registry[InputSet] = Registry("input set")
-
-
-def register_input_set(cls: type) -> type:
-    """Class decorator: register one instance of ``cls`` under its ``name``."""
-    input_sets.add(cls.name, cls())
-    return cls
+register_input_set = _registrar(input_sets)
 
 
 #: the built-in second run (exact inputs, or another float distribution): it draws inputs
@@ -179,7 +185,7 @@ input_sets.add_lazy("second", "fuzzharness.generators.input_sets:SECOND")
 
 
 def ordered_input_sets() -> list[InputSet]:
-    return sorted((s for _, s in input_sets.items()), key=lambda s: (s.precedence, s.name))
+    return _by_precedence(input_sets)
 
 
 def run_order() -> list[str]:
@@ -237,19 +243,14 @@ class ProgramCheck(Protocol):
 
 
 program_checks: Registry[ProgramCheck] = Registry("program check")
-
-
-def register_program_check(cls: type) -> type:
-    """Class decorator: register one instance of ``cls`` under its ``name``."""
-    program_checks.add(cls.name, cls())
-    return cls
+register_program_check = _registrar(program_checks)
 
 
 program_checks.add_lazy("baseline", "fuzzharness.oracles.metamorphic:BASELINE")
 
 
 def ordered_program_checks() -> list[ProgramCheck]:
-    return sorted((c for _, c in program_checks.items()), key=lambda c: (c.precedence, c.name))
+    return _by_precedence(program_checks)
 
 
 # -- one judgement of all checks ----------------------------------------------------------------
@@ -257,7 +258,7 @@ def ordered_program_checks() -> list[ProgramCheck]:
 
 def ordered_checks() -> list[Check]:
     """The registered checks by ``(precedence, name)``."""
-    return sorted((c for _, c in checks.items()), key=lambda c: (c.precedence, c.name))
+    return _by_precedence(checks)
 
 
 def rank(result: CheckResult) -> tuple[int, str, int]:
