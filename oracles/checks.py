@@ -130,8 +130,6 @@ def _by_precedence(registry: Registry) -> list[Any]:
 
 
 checks: Registry[Check] = Registry("check")
-
-
 register_check = _registrar(checks)
 
 
