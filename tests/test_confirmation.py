@@ -229,6 +229,26 @@ def test_heap_damage_out_of_the_guard_zones_stops_the_case_that_did_it(memory_en
     assert got[1].status.value == "pass"
 
 
+def test_a_kernel_that_overflows_its_own_workspace_is_heap_damage_at_that_case(memory_env, tmp_path):
+    """One float past the end of a kernel's temporary (TVM's workspace, no guard zone there):
+    in a default worker — glibc's checks and guard zones — the case that did it is a crash of
+    kind heap_damage; the same program without the overflow passes.  (Which defence catches
+    which damage: ``benchmarks/heap_checks.py``; glibc alone misses this one.)"""
+    if hygiene.debug_library() is None:
+        pytest.skip("glibc's checking allocator is not installed")
+
+    def case(name, **params):
+        return Case(workload={"name": name, "params": {"M": 16, "N": 64, "dtype": "float32", **params}},
+                    inputs={"distribution": "uniform", "seed": 1}, target={"kind": "llvm"}).to_dict()
+
+    tasks = [{"task": 0, "case": case("test_workspace_overflow", elements=1)},
+             {"task": 1, "case": case("test_via_temp")}]
+    with WorkerPool(1, timeout=60, log_dir=tmp_path) as pool:
+        got = {r.task["task"]: r.verdict for r in pool.run(tasks)}
+    assert (got[0].status.value, got[0].details.get("kind")) == ("crash", "heap_damage"), got[0].line()
+    assert got[1].status.value == "pass", got[1].line()
+
+
 def test_a_schema_3_database_is_read_and_extended_additively(tmp_path):
     """Results stored before confirmation existed read as unconfirmed; new ones get it."""
     from fuzzharness.campaign.db import ResultsDB

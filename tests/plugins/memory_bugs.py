@@ -4,10 +4,9 @@ Loaded into worker processes through ``FUZZHARNESS_PLUGINS=tests.plugins.memory_
 Three float32 row-sum workloads (drawn only when named), each with a *kernel* that differs
 from its program as if TVM had miscompiled it (see ``fuzzharness/testing/wrong_programs.py``):
 
-``test_oob_write``     the kernel also stores one element past the end of its output ``B``
-                       (``side = "after"``) or one before its start (``"before"``) — a real
-                       out-of-bounds write by generated code, which without guard zones
-                       damages whatever lies next to ``B`` in the heap;
+``test_oob_write``     (``fuzzharness/testing/memory_programs.py``, imported here) a real
+                       out-of-bounds write by generated code, one element past or before
+                       its output;
 ``test_damaging``      the kernel calls ``test_memory_bugs.damage`` (a packed function, as
                        generated code calls the runtime) and is otherwise right: the case
                        passes, but it leaves its worker process damaged — the *next* case run
@@ -33,13 +32,12 @@ from typing import Any
 
 import numpy as np
 import tvm_ffi
-from hypothesis import strategies as st
 
 from fuzzharness.backends.llvm import LLVMBackend
 from fuzzharness.execution.stages import Execution
-from fuzzharness.generators.workloads.base import GenOptions
 from fuzzharness.generators.workloads.base import register as register_workload
 from fuzzharness.generators.workloads.row_reduce import RowSum
+from fuzzharness.testing import memory_programs  # noqa: F401  (test_oob_write, ...)
 
 _cases_started = [0]  # cases this process has started (Execution.run calls)
 _damaged_by = [None]  # the case number (above) that damaged the process
@@ -66,26 +64,6 @@ class _Kernel(RowSum):
         src = self.source(p)
         assert init in src
         return src.replace(init, f'B[vi] = T.float32(0) + T.Cast("float32", {self.call})')
-
-
-@register_workload
-class OutOfBoundsWrite(RowSum):
-    name = "test_oob_write"
-    description = "row sum whose kernel writes one element outside its output (tests only)"
-    dtype_labels = ("float32",)
-    default = False
-
-    def draw_params(self, data: Any, options: GenOptions) -> dict[str, Any]:
-        return {**super().draw_params(data, options),
-                "side": data.draw(st.sampled_from(("after", "before")))}
-
-    def kernel_source(self, p: dict[str, Any]) -> str:
-        index = f"vi + {p['M']}" if p.get("side", "after") == "after" else "vi - 1"
-        return self.source(p).rstrip("\n") + (
-            "\n    for i in range(1):\n"
-            '        with T.sblock("out_of_bounds"):\n'
-            "            vi = T.axis.spatial(1, i)\n"
-            f"            B[{index}] = T.float32(7)\n")
 
 
 @register_workload
