@@ -1,7 +1,7 @@
 """Memory bugs on purpose, for the confirmation and heap-hygiene tests.
 
 Loaded into worker processes through ``FUZZHARNESS_PLUGINS=tests.plugins.memory_bugs``.
-Three float32 row-sum workloads (drawn only when named), each with a *kernel* that differs
+Float32 row-sum workloads (drawn only when named), each with a *kernel* that differs
 from its program as if TVM had miscompiled it (see ``fuzzharness/testing/wrong_programs.py``):
 
 ``test_oob_write``     (``fuzzharness/testing/memory_programs.py``, imported here) a real
@@ -19,10 +19,8 @@ from its program as if TVM had miscompiled it (see ``fuzzharness/testing/wrong_p
 ``test_noisy``         the kernel adds a fresh random number (``test_memory_bugs.noise``) to
                        each row's sum: it fails every time, with other output bits every time
                        — the signature of a read of unwritten memory;
-``test_via_temp``      the kernel sums through a temporary ``W`` (a copy of ``A``): correct;
-``test_reads_unwritten``  the same, but ``W`` is never written: the kernel sums whatever the
-                       memory held.  ``W`` is large enough (≥ 1 KiB) to come from TVM's CPU
-                       workspace pool, which hands it the pages an earlier kernel's ``W`` had.
+``test_via_temp``, ``test_reads_unwritten``  (``fuzzharness/testing/memory_programs.py``)
+                       a row sum through a temporary, and one whose temporary nothing wrote.
 """
 
 from __future__ import annotations
@@ -37,7 +35,7 @@ from fuzzharness.backends.llvm import LLVMBackend
 from fuzzharness.execution.stages import Execution
 from fuzzharness.generators.workloads.base import register as register_workload
 from fuzzharness.generators.workloads.row_reduce import RowSum
-from fuzzharness.testing import memory_programs  # noqa: F401  (test_oob_write, ...)
+from fuzzharness.testing import memory_programs  # noqa: F401  (test_oob_write, test_via_temp, ...)
 
 _cases_started = [0]  # cases this process has started (Execution.run calls)
 _damaged_by = [None]  # the case number (above) that damaged the process
@@ -78,43 +76,6 @@ class Noisy(_Kernel):
     name = "test_noisy"
     description = "row sum whose kernel adds a random number to each row (tests only)"
     call = 'T.call_packed("test_memory_bugs.noise")'
-
-
-class _ThroughTemp(RowSum):
-    dtype_labels = ("float32",)
-    default = False
-    fill = "A[vi, vj]"
-
-    def kernel_source(self, p: dict[str, Any]) -> str:
-        m, n = p["M"], p["N"]
-        return f'''
-@T.prim_func(s_tir=True)
-def main(A: T.Buffer(({m}, {n}), "float32"), B: T.Buffer(({m},), "float32")):
-    W = T.alloc_buffer(({m}, {n}), "float32")
-    for i, j in T.grid({m}, {n}):
-        with T.sblock("W"):
-            vi, vj = T.axis.remap("SS", [i, j])
-            W[vi, vj] = {self.fill}
-    for i, j in T.grid({m}, {n}):
-        with T.sblock("B"):
-            vi, vj = T.axis.remap("SR", [i, j])
-            with T.init():
-                B[vi] = T.float32(0)
-            B[vi] = B[vi] + W[vi, vj]
-'''
-
-
-@register_workload
-class ViaTemp(_ThroughTemp):
-    name = "test_via_temp"
-    description = "row sum through a temporary copy of its input (tests only)"
-
-
-@register_workload
-class ReadsUnwritten(_ThroughTemp):
-    name = "test_reads_unwritten"
-    description = "row sum of a temporary that nothing wrote (tests only)"
-    fill = "W[vi, vj]"
 
 
 _plain_execution_run = Execution.run
