@@ -142,16 +142,12 @@ def confirmation_count(conn: sqlite3.Connection) -> int:
 
 def attachment_sources(conn: sqlite3.Connection) -> dict[str, str]:
     """bucket → the bucket whose verified repro it was attached to (unminimized)."""
-    if "attachments" not in tables(conn):
-        return {}
-    return dict(conn.execute("SELECT bucket, via FROM attachments"))
+    return {bucket: a["via"] for bucket, a in attachment_rows(conn).items()}
 
 
 def baseline_outcomes(conn: sqlite3.Connection) -> dict[str, str]:
     """bucket → its outcome against a baseline TVM (``regression``, ``pre-existing``, ...)."""
-    if "baseline" not in tables(conn):
-        return {}
-    return dict(conn.execute("SELECT bucket, outcome FROM baseline"))
+    return {bucket: b["outcome"] for bucket, b in baseline_rows(conn).items()}
 
 
 def coverage_rows(conn: sqlite3.Connection) -> list[tuple]:
