@@ -1,6 +1,7 @@
 """Harness throughput vs a bare in-process loop, on the same stream of cases.
 
     python benchmarks/throughput.py [--cases 400] [--seed 1] [--workers 1,2] [--warmup 10]
+        [--repeats 3] [--two-bare]
 
 The stream: cases ``0 .. N-1`` of one campaign seed (default generation settings, llvm,
 without whole-graph cases — the bare loop compiles single PrimFuncs; what the graph share
@@ -26,6 +27,12 @@ same fast path, :func:`fuzzharness.core.warmup.tensor_intrinsics`) — as they w
 the 1-minute load average before and after: the machine may be shared, and a ratio is only
 meaningful when the load did not change under it.  The bare loop runs first and last; the
 difference between the two is the noise floor.
+
+``--repeats R`` runs the round (bare, harness per worker count, bare again) R times and the
+summary gives each ratio's median with its min and max: one round's ratio is not a result on
+a machine whose speed drifts by ±15 % within minutes.  ``--two-bare`` adds the reference for
+scaling: one bare loop in a fresh process, then two side by side (fresh processes, even and
+odd cases, started together): the harness's 1 → 2 worker scaling is compared with theirs.
 
 Last, an *interleaved* in-process comparison that shrugs off load changes: case by case,
 the bare loop's work and the worker's own task function (``run_task``: generate, replay,
@@ -191,6 +198,81 @@ def side_by_side(seed: int, n: int, warmup_cases: int) -> None:
           f"the campaign's processes used {cpu:.0f} s CPU in all ({load()})")
 
 
+def spread(values: list[float], unit: str = "") -> str:
+    """``median (min–max over k)`` of repeated ratios."""
+    v = sorted(values)
+    if len(v) == 1:
+        return f"{v[0]:.3f}{unit}"
+    return f"{float(np.median(v)):.3f}{unit} (min {v[0]:.3f}, max {v[-1]:.3f}, {len(v)} repeats)"
+
+
+def one_round(seed: int, n: int, worker_counts: list[int], tag: str, cold_setups: bool
+              ) -> tuple[dict[int, float], float]:
+    """Bare loop, the harness with each worker count, bare loop again: the harness's steady
+    rates and the mean of the two bare rates (their difference is the noise floor)."""
+    before = load()
+    bare_s, bare_out = bare_loop(seed, range(n))
+    print(f"{tag}bare loop          {n / bare_s:6.2f} cases/s  ({bare_s:.1f} s; {bare_out}; "
+          f"{before} → {load()})")
+    rates = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for w in worker_counts:
+            before = load()
+            h = harness_run(seed, n, w, Path(tmp) / f"w{w}", cold_setups=cold_setups)
+            rates[w] = h["rate"]
+            print(f"{tag}harness {w} worker{'s' if w > 1 else ' '} {h['rate']:6.2f} cases/s "
+                  f"steady, {h['rate_e2e']:.2f} end to end ({h['wall']:.1f} s; {before} → "
+                  f"{load()})   ratio to bare {h['rate'] / n * bare_s:.3f}")
+            # Medians say what a typical case costs; means (over all n cases, a stage a case
+            # did not reach counting 0) add the rare slow ones and one-time setups (e.g. the
+            # first MetaSchedule case imports TVM's tensor intrinsics, seconds).
+            print("    per case (worker-side), median: " + ", ".join(
+                f"{k} {np.median(v) * 1000:.1f} ms" for k, v in h["timings"].items()))
+            print("    per case (worker-side), mean:   " + ", ".join(
+                f"{k} {sum(v) / n * 1000:.1f} ms" for k, v in h["timings"].items()))
+    before = load()
+    bare2_s, _ = bare_loop(seed, range(n))
+    print(f"{tag}bare loop again    {n / bare2_s:6.2f} cases/s  ({bare2_s:.1f} s; {before} → "
+          f"{load()})")
+    return rates, (n / bare_s + n / bare2_s) / 2
+
+
+def bare_loops(seed: int, n: int, loops: int) -> float:
+    """Cases/s of ``loops`` bare loops at once, each a fresh process over its share of the
+    cases (index ``k`` modulo ``loops``): with 2, what two workers could reach on this
+    machine; with 1, the same fresh-process loop alone (the fair reference for the scaling:
+    a fresh process runs faster than this long-lived one).  Each process warms up first and
+    starts its timed loop when all are ready."""
+    import subprocess
+
+    with tempfile.TemporaryDirectory() as tmp:
+        go = Path(tmp) / "go"
+        procs = [subprocess.Popen([sys.executable, __file__, "--bare-part", f"{k}/{loops}",
+                                   "--seed", str(seed), "--cases", str(n), "--go", str(go)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                 for k in range(loops)]
+        while len(list(Path(tmp).glob("ready-*"))) < loops and all(p.poll() is None for p in procs):
+            time.sleep(0.1)
+        go.touch()
+        rates = [float(p.communicate()[0].split()[-1]) for p in procs]
+    return sum(rates)
+
+
+def bare_part(part: str, seed: int, n: int, go: Path) -> None:
+    """The child of :func:`bare_loops`: prints its bare loop's cases/s."""
+    k, of = (int(x) for x in part.split("/"))
+    bare_loop(seed + 1000 + k, range(10))
+    from fuzzharness.core import warmup
+
+    warmup.tensor_intrinsics()
+    (go.parent / f"ready-{k}").touch()
+    while not go.exists():
+        time.sleep(0.01)
+    indices = range(k, n, of)
+    seconds, _ = bare_loop(seed, indices)
+    print(len(indices) / seconds)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", type=int, default=400)  # fewer: fresh workers' warm-up dominates
@@ -203,8 +285,18 @@ def main() -> int:
                     help="only the side-by-side comparison (see side_by_side), ROUNDS times")
     ap.add_argument("--interleaved", type=int, default=60, metavar="N",
                     help="cases for the interleaved in-process comparison (0: skip)")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="rounds of bare / harness / bare (the summary gives median and spread)")
+    ap.add_argument("--two-bare", action="store_true",
+                    help="also time one and two bare loops in fresh processes (two side by "
+                         "side: what 2 workers could reach)")
+    ap.add_argument("--bare-part", help=argparse.SUPPRESS)
+    ap.add_argument("--go", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     n, seed = args.cases, args.seed
+    if args.bare_part:
+        bare_part(args.bare_part, seed, n, args.go)
+        return 0
     worker_counts = [int(w) for w in args.workers.split(",")]
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print(f"throughput: {n} cases of seed {seed}, {cpus} CPUs, {load()}")
@@ -229,39 +321,26 @@ def main() -> int:
 
         warmup.tensor_intrinsics()
 
-    before = load()
-    bare_s, bare_out = bare_loop(seed, range(n))
-    bare_rate = n / bare_s
-    print(f"bare loop          {bare_rate:6.2f} cases/s  ({bare_s:.1f} s; {bare_out}; "
-          f"{before} → {load()})")
-
-    rates = {}
-    with tempfile.TemporaryDirectory() as tmp:
+    ratios: dict[int, list[float]] = {w: [] for w in worker_counts}
+    scalings: list[tuple[float, float]] = []
+    for r in range(args.repeats):
+        tag = f"[{r + 1}/{args.repeats}] " if args.repeats > 1 else ""
+        rates, bare_mean = one_round(seed, n, worker_counts, tag, args.cold_setups)
         for w in worker_counts:
-            before = load()
-            h = harness_run(seed, n, w, Path(tmp) / f"w{w}", cold_setups=args.cold_setups)
-            rates[w] = h["rate"]
-            print(f"harness {w} worker{'s' if w > 1 else ' '} {h['rate']:6.2f} cases/s steady, "
-                  f"{h['rate_e2e']:.2f} end to end ({h['wall']:.1f} s; {before} → {load()})"
-                  f"   ratio to bare {h['rate'] / bare_rate:.3f}")
-            # Medians say what a typical case costs; means (over all n cases, a stage a case
-            # did not reach counting 0) add the rare slow ones and one-time setups (e.g. the
-            # first MetaSchedule case imports TVM's tensor intrinsics, seconds).
-            print("    per case (worker-side), median: " + ", ".join(
-                f"{k} {np.median(v) * 1000:.1f} ms" for k, v in h["timings"].items()))
-            print("    per case (worker-side), mean:   " + ", ".join(
-                f"{k} {sum(v) / n * 1000:.1f} ms" for k, v in h["timings"].items()))
-
-    before = load()
-    bare2_s, _ = bare_loop(seed, range(n))
-    print(f"bare loop again    {n / bare2_s:6.2f} cases/s  ({bare2_s:.1f} s; {before} → {load()})")
-    bare_mean = (n / bare_s + n / bare2_s) / 2
+            ratios[w].append(rates[w] / bare_mean)
+        if args.two_bare:
+            one, two = bare_loops(seed, n, 1), bare_loops(seed, n, 2)
+            print(f"{tag}bare loop in a fresh process {one:6.2f} cases/s; two side by side "
+                  f"{two:6.2f} cases/s → {two / one:.2f}x ({load()})")
+            if 1 in rates and 2 in rates:
+                scalings.append((rates[2] / rates[1], two / one))
     print("summary:")
     for w in worker_counts:
-        print(f"  harness/bare with {w} worker{'s' if w > 1 else ''}: "
-              f"{rates[w] / bare_mean:.3f}  (bare = mean of both bare runs, {bare_mean:.2f}/s)")
-    if 1 in rates and 2 in rates:
-        print(f"  scaling 1 → 2 workers: {rates[2] / rates[1]:.2f}x")
+        print(f"  harness/bare with {w} worker{'s' if w > 1 else ''}: {spread(ratios[w])}")
+    if scalings:
+        print(f"  scaling 1 → 2 workers: harness {spread([h for h, _ in scalings], 'x')}; two bare "
+              f"loops {spread([b for _, b in scalings], 'x')}; harness/bare scaling "
+              f"{spread([h / b for h, b in scalings])}")
     if args.interleaved:
         b, t = interleaved(seed, args.interleaved)
         print(f"  interleaved in-process, {args.interleaved} cases: bare {args.interleaved / b:.2f}/s, "
