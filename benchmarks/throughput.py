@@ -254,8 +254,10 @@ def bare_loops(seed: int, n: int, loops: int) -> float:
         while len(list(Path(tmp).glob("ready-*"))) < loops and all(p.poll() is None for p in procs):
             time.sleep(0.1)
         go.touch()
-        rates = [float(p.communicate()[0].split()[-1]) for p in procs]
-    return sum(rates)
+        outs = [p.communicate()[0].split() for p in procs]
+    if not all(outs):  # a bare loop runs kernels unisolated: one may take its process down
+        raise SystemExit(f"a bare loop process died (exit {[p.returncode for p in procs]})")
+    return sum(float(out[-1]) for out in outs)
 
 
 def bare_part(part: str, seed: int, n: int, go: Path) -> None:
