@@ -104,11 +104,10 @@ def start(config: str, seed: int, n: int) -> subprocess.Popen:
 
 
 def finish(config: str, proc: subprocess.Popen) -> tuple[dict[str, float], dict]:
-    proc.stdout, proc.stderr = proc.communicate()
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    out, err = proc.communicate()
+    lines = [ln for ln in out.splitlines() if ln.startswith("{")]
     if proc.returncode or not lines:
-        raise SystemExit(f"{config}: the child failed (exit {proc.returncode}):\n"
-                         f"{proc.stderr[-2000:]}")
+        raise SystemExit(f"{config}: the child failed (exit {proc.returncode}):\n{err[-2000:]}")
     got = json.loads(lines[-1])
     return got["ms"], got["active"]
 
@@ -132,9 +131,12 @@ def main() -> int:
     if args.child:
         child(args.seed, args.cases)
         return 0
+    configs = args.configs.split(",")
+    if unknown := [c for c in configs if c not in (*CONFIGS, "unperturbed")]:
+        ap.error(f"unknown configuration {', '.join(unknown)}: choose from "
+                 f"{', '.join((*CONFIGS, 'unperturbed'))}")
     print(f"hygiene cost: {args.cases} cases of seed {args.seed} per run, {args.rounds} rounds, "
           f"load {os.getloadavg()[0]:.2f}")
-    configs = args.configs.split(",")
     runs: dict[str, list[dict[str, float]]] = {c: [] for c in configs}
     for r in range(args.rounds):
         if args.side_by_side:  # swap the start order each round
