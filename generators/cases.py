@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 
 from fuzzharness.backends import backends
 from fuzzharness.core.case import Case
-from fuzzharness.core.tvm_support import trace_to_json
+from fuzzharness.core.tvm_support import trace_to_json, unchecked_schedule_calls
 from fuzzharness.generators import draw as draws
 from fuzzharness.generators.gpu import gpu_schedule, is_gpu_target
 from fuzzharness.generators.graphs.cases import draw_graph_case
@@ -183,8 +183,15 @@ def draw_case(data: Any, settings: GenSettings) -> Case:
     Graph cases: when the settings allow both graphs and single-PrimFunc workloads, the first
     draw decides (``graph_fraction``); with only one of them there is no such draw, so a
     campaign restricted to named workloads generates the cases it always did.
-    """
 
+    The schedule calls skip TVM's Python-side argument check (see
+    :func:`~fuzzharness.core.tvm_support.unchecked_schedule_calls`: the same cases, faster).
+    """
+    with unchecked_schedule_calls():
+        return _draw_case(data, settings)
+
+
+def _draw_case(data: Any, settings: GenSettings) -> Case:
     names = [n for n in settings.workload_names() if n != GRAPH_WORKLOAD]
     if settings.graphs_allowed():
         if not names or draws.chance(data, settings.graph_fraction):

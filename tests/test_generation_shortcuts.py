@@ -88,3 +88,53 @@ def test_a_primitive_that_repairs_is_still_asked_to():
     finally:
         del primitives._items[Repairs.name]
     assert len(asked) == 1 and steps[-1].primitive == Repairs.name
+
+
+def test_generation_skips_tvms_argument_check_only_inside_and_draws_the_same_cases(monkeypatch):
+    """``unchecked_schedule_calls`` (tvm_support): inside, a wrongly typed argument reaches the
+    FFI unchecked; outside — after it, and nested ones included — TVM's own check is back.
+    A method someone else replaced stays theirs, inside and after.  The cases drawn with it
+    are the cases drawn with TVM's checks on."""
+    import pytest
+
+    from fuzzharness.core.case import canonical_json
+    from fuzzharness.core.tvm_support import unchecked_schedule_calls
+    from fuzzharness.generators.cases import GenSettings, _draw_case, draw_case
+
+    sch = s_tir.Schedule(workloads["matmul"].prim_func(MATMUL))
+    checked_message = 'In "Schedule.get_sblock"'
+    with pytest.raises(TypeError, match=checked_message):  # TVM's Python-side check
+        sch.get_sblock(7)
+    with unchecked_schedule_calls():
+        with unchecked_schedule_calls():
+            pass
+        with pytest.raises(Exception) as inside:  # still inside the outer block
+            sch.get_sblock(7)
+        assert checked_message not in str(inside.value)
+    with pytest.raises(TypeError, match=checked_message):
+        sch.get_sblock(7)
+
+    def theirs(self, *loops):
+        return "theirs"
+
+    monkeypatch.setattr(s_tir.Schedule, "fuse", theirs)
+    with unchecked_schedule_calls():
+        assert sch.fuse() == "theirs"
+        with pytest.raises(Exception) as inside:
+            sch.get_sblock(7)
+        assert checked_message not in str(inside.value)
+    assert sch.fuse() == "theirs"
+    monkeypatch.undo()
+
+    settings = GenSettings(graph_fraction=0.0)
+    same = 0
+    for i in range(12):
+        cases = []
+        for draw in (draw_case, _draw_case):  # unchecked, then TVM's checks on
+            try:
+                cases.append(canonical_json(draw(draws.for_case(5, i), settings).to_dict()))
+            except Exception as e:  # noqa: BLE001 - a schedule TVM refuses: the same refusal
+                cases.append(type(e).__name__)
+        assert cases[0] == cases[1], i
+        same += not cases[0].isidentifier()
+    assert same >= 8

@@ -6,6 +6,7 @@ the rest of the harness does not depend on where a function lives this month.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import platform
@@ -81,6 +82,59 @@ def _parse_namespace():
     namespace = types.SimpleNamespace(**vars(T))
     namespace.prim_func = prim_func
     return namespace
+
+
+_unchecked_depth = 0
+_swapped: list[str] = []  # the methods the outermost block swapped
+
+
+@contextlib.contextmanager
+def unchecked_schedule_calls():
+    """Within this block, ``s_tir.Schedule``'s methods skip TVM's Python-side argument check.
+
+    TVM wraps each schedule method in ``type_checked`` (``tvm/s_tir/schedule/_type_checker.py``),
+    which binds the call's signature and walks every argument against its type hints before
+    the FFI call — for a person typing schedule calls, a friendlier ``TypeError``.  Generated
+    schedules make ~40 such calls per case; the check was ≈ 2.5 ms of a 23 ms
+    ``generate_case`` (``benchmarks/generation_cost.py``).  The arguments come from the
+    generators' own typed draws, and the FFI still refuses a wrong type at the C++ boundary,
+    so what a case is and which cases fail to generate do not change
+    (``benchmarks/case_stream_digest.py``: the same ids and digests).  The methods are
+    restored on exit, so code outside generation (a user's own schedules in the pytest
+    plugin's process, the repro scripts) keeps TVM's checks.  Re-entrant; one thread
+    generates at a time.
+    """
+    global _unchecked_depth, _swapped
+    from tvm.s_tir import Schedule
+
+    if _unchecked_depth == 0:
+        # only methods that are still TVM's own: one someone replaced (a test's monkeypatch,
+        # a user's wrapper) stays theirs, and is not "restored" over on the way out either
+        _swapped = [name for name, (checked, _unchecked) in _schedule_method_swaps().items()
+                    if vars(Schedule).get(name) is checked]
+        for name in _swapped:
+            setattr(Schedule, name, _schedule_method_swaps()[name][1])
+    _unchecked_depth += 1
+    try:
+        yield
+    finally:
+        _unchecked_depth -= 1
+        if _unchecked_depth == 0:
+            for name in _swapped:
+                setattr(Schedule, name, _schedule_method_swaps()[name][0])
+            _swapped = []
+
+
+@functools.cache
+def _schedule_method_swaps() -> dict[str, tuple[Any, Any]]:
+    """name → (TVM's checked method, the function it wraps), for the methods ``type_checked``
+    wraps (recognised by the wrapper's own name; any other decorator is left alone)."""
+    from tvm.s_tir import Schedule
+
+    return {name: (attr, attr.__wrapped__) for name, attr in vars(Schedule).items()
+            if getattr(attr, "__code__", None) is not None
+            and attr.__code__.co_qualname == "type_checked.<locals>.wrap"
+            and callable(getattr(attr, "__wrapped__", None))}
 
 
 def trace_to_json(trace) -> Any:
