@@ -107,13 +107,14 @@ def unchecked_schedule_calls():
     global _unchecked_depth, _swapped
     from tvm.s_tir import Schedule
 
+    swaps = _schedule_method_swaps()
     if _unchecked_depth == 0:
         # only methods that are still TVM's own: one someone replaced (a test's monkeypatch,
         # a user's wrapper) stays theirs, and is not "restored" over on the way out either
-        _swapped = [name for name, (checked, _unchecked) in _schedule_method_swaps().items()
+        _swapped = [name for name, (checked, _unchecked) in swaps.items()
                     if vars(Schedule).get(name) is checked]
         for name in _swapped:
-            setattr(Schedule, name, _schedule_method_swaps()[name][1])
+            setattr(Schedule, name, swaps[name][1])
     _unchecked_depth += 1
     try:
         yield
@@ -121,7 +122,7 @@ def unchecked_schedule_calls():
         _unchecked_depth -= 1
         if _unchecked_depth == 0:
             for name in _swapped:
-                setattr(Schedule, name, _schedule_method_swaps()[name][0])
+                setattr(Schedule, name, swaps[name][0])
             _swapped = []
 
 
