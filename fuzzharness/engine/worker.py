@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         import fuzzharness.execution.stages  # noqa: F401
         import fuzzharness.generators.cases  # noqa: F401
         from fuzzharness.core.plugins import load_plugins
-        from fuzzharness.engine import protocol
+        from fuzzharness.engine import preload, protocol
         from fuzzharness.engine.tasks import run_task
 
         load_plugins()
@@ -153,6 +153,10 @@ def main(argv: list[str] | None = None) -> int:
         # (Persistent workers pay them at their first case that needs them: a worker that
         # restarts after a crash should not pay for what it may never use.)
         warmup.tensor_intrinsics()
+        # ... and imports what a case imports on first use, which each child would import
+        # again (a child's imports die with it; engine/preload.py)
+        for missing in preload.case_modules():
+            print(f"not preloaded (optional): {missing}", file=sys.stderr, flush=True)
     warmup.set_notifier(on_setup)
     send({"ready": os.getpid(), "tvm": tvm.__version__})  # the TVM this worker runs
 
