@@ -11,8 +11,9 @@ OpenCL case, against ≈ 120 ms for a whole case in a warm worker
 
 A child is as fresh as before: importing runs no case, no generated code and no compiler —
 the heap a child starts from still holds no trace of any case.  Nothing here creates an
-OpenCL context or touches a device (importing ``pyopencl`` does not; a context made before a
-fork would be unusable in the child).
+OpenCL context or touches a device: importing ``pyopencl`` starts nothing, but listing the
+platforms already starts two of the runtimes' threads, which a fork does not carry into the
+child (≈ 50 ms a child keeps paying, for an OpenCL case).
 
 Invariant (``tests/test_preload.py``): after :func:`case_modules`, a case of the default
 campaign's mix run in a forked child imports no module at all.  A new lazy import breaks it
