@@ -296,3 +296,20 @@ def test_a_known_bug_site_is_still_drawn_at_its_low_weight():
     assert cut == proposed and 0 < cut <= 0.01 * 3000, (cut, proposed)
     cut, proposed = multi_block_loops_cut(True, 300)
     assert cut == proposed > 0.5 * 300, (cut, proposed)
+
+
+def test_buffer_access_on_a_zero_dimensional_buffer_draws_nothing_to_widen():
+    """Annotating the access to a 0-d buffer has no axis to widen.  Hypothesis's
+    ``lists(max_size=0)`` only draws inside ``@given`` ("No build context registered"), so
+    drawing one anyway was a harness error: seed 7, case #4284 of the default settings, an
+    argmax whose reindexed block reads a 0-d buffer.  The case now generates, and its
+    schedule annotates that 0-d read."""
+    from fuzzharness.generators.cases import GenSettings, generate_case
+
+    case = generate_case(7, 4284, GenSettings())
+    assert case.workload["name"] == "argmax", "the stream changed: find a new witness"
+    func = workloads["argmax"].prim_func(case.workload["params"])
+    sch = replay_trace(func, case.schedule["trace"])
+    zero_d = [inst for inst in sch.trace.insts if inst.kind.name == "AnnotateBufferAccess"
+              and len(inst.inputs[3].final_indices) == 0]  # the region's index map
+    assert zero_d, "the stream changed: find a new witness"

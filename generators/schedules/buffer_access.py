@@ -41,7 +41,10 @@ class AnnotateBufferAccess(Primitive):
         shape = region.source.shape
         if not all(isinstance(s, tirx.IntImm) for s in shape):
             return None
-        widen = state.draw(st.lists(st.booleans(), min_size=len(shape), max_size=len(shape)))
+        # a 0-d buffer has nothing to widen; Hypothesis's lists(max_size=0) is builds(list),
+        # which only draws inside @given ("No build context registered")
+        widen = state.draw(st.lists(st.booleans(), min_size=len(shape),
+                                    max_size=len(shape))) if shape else []
         ranges = []
         for r, dim, w in zip(region.region, shape, widen, strict=True):
             if w:
