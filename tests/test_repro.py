@@ -616,3 +616,42 @@ def test_a_campaign_minimizes_its_new_bucket_while_it_runs(tmp_path, plugin_env)
     page = (tmp_path / "rep" / "report.html").read_text()
     assert "### Distinct bugs: 1 " in md and md.index("### Distinct bugs") < md.index("### New findings")
     assert page.index(">Distinct bugs: 1 ") < page.index(">New findings")
+
+
+def relayout_then_reverse_compute_at(sch):
+    """transform_layout pads reduce_epilogue's output 1 → (1, 3) with pad value 0; then
+    reverse_compute_at shrinks the producer's loop to the one real element, and the two
+    padding elements are never written (TVM 0.27; found by a 30-minute campaign, seed 7)."""
+    from tvm.script import tirx as T
+
+    b0 = sch.get_sblock("add_0")
+    sch.transform_layout(b0, ("write", 0), lambda i: (i // 3, i % 3),
+                         pad_value=lambda i, j: (T.float32(0.0),))
+    _, l3 = sch.get_loops(sch.get_sblock("red"))
+    sch.reverse_compute_at(b0, l3, preserve_unit_loops=True)
+
+
+@pytest.mark.slow
+def test_a_repro_checks_the_padding_transform_layout_promised(tmp_path):
+    """The harness calls a padded output whose padding lacks the pad value a wrong result;
+    the repro script checks the same padding, so the finding reproduces standalone (it used
+    to print "the output is correct" and end as "not reproduced").  Both sides: with the
+    producer's loop left whole, the padding is written and the script says fixed."""
+    params = {"M": 1, "N": 1, "dtype": "float32", "op": "min",
+              "steps": [{"arg": "bias", "op": "add"}]}
+    case = scheduled("reduce_epilogue", params, relayout_then_reverse_compute_at)
+    verdict, outcome = repro_of(case, tmp_path / "unfilled")
+    assert verdict.status is Status.WRONG_RESULT and "padding not filled" in verdict.line()
+    assert outcome.reproduced, outcome.problem
+    text = (outcome.dir / "repro.py").read_text()
+    (tmp_path / "elsewhere.py").write_text(text)
+    run = run_script(tmp_path / "elsewhere.py")
+    assert run.exit_code == 1, run.output
+    assert "transform_layout padding not filled with the pad value: out (2 elements)" in run.output
+
+    assert text.count("sch.reverse_compute_at(") == 1  # the same script without the shrinking
+    (tmp_path / "fixed.py").write_text("\n".join(ln for ln in text.splitlines()
+                                                 if "sch.reverse_compute_at(" not in ln))
+    run = run_script(tmp_path / "fixed.py")
+    assert run.exit_code == 0, run.output
+    assert "padding not filled" not in run.output and "RESULT: fixed" in run.output

@@ -109,6 +109,9 @@ def _child(path):
     x = make_inputs()
     try:
         result = {"out_" + k: v for k, v in compile_and_run(x).items()}
+        # outputs whose transform_layout padding the scheduled kernel left without the pad value
+        result.update({"unfilled_" + k: np.int64(n)
+                       for k, n in globals().get("UNFILLED", {}).items() if n})
         if EXPECT["compare"] == "unscheduled":
             result.update({"base_" + k: v for k, v in compile_and_run(x, scheduled=False).items()})
     except BaseException as e:
@@ -217,6 +220,7 @@ def check():
         _PART = "reading the child's outputs"
         with np.load(path) as data:
             outputs = {k[4:]: data[k] for k in data.files if k.startswith("out_")}
+            unfilled = {k[9:]: int(data[k]) for k in data.files if k.startswith("unfilled_")}
             base = {k[5:]: data[k] for k in data.files if k.startswith("base_")}
     if EXPECT["compare"] == "unscheduled":
         differ = [n for n in outputs if outputs[n].tobytes() != base[n].tobytes()]
@@ -228,6 +232,10 @@ def check():
     _PART = "judging the outputs"
     worst, message, failed = _judge(outputs, expected)
     print(f"actual:    {message}")
+    if unfilled:
+        print("actual:    transform_layout padding not filled with the pad value: "
+              + ", ".join(f"{n} ({k} elements)" for n, k in unfilled.items()))
+        failed = True
     if failed:
         return 1 if EXPECT["symptom"] in ("wrong_result", "nan_inf") else 2
     print("the output is correct" + ("" if EXPECT["symptom"] in ("wrong_result", "nan_inf")

@@ -51,10 +51,19 @@ def to_kernel(name, array):
     return out
 
 
+#: output name -> how many padding elements do not hold PAD[name] after the run: TVM
+#: promises that a producer of a padded buffer writes the pad value there
+UNFILLED = {}
+
+
 def from_kernel(name, array):
     if name not in POSITION:
         return array
-    return array.reshape(-1)[np.asarray(POSITION[name])].reshape(ORIGINAL_SHAPE[name])
+    flat = array.reshape(-1)
+    padding = np.ones(flat.size, dtype=bool)
+    padding[np.asarray(POSITION[name], dtype=np.int64)] = False
+    UNFILLED[name] = int(np.count_nonzero(flat[padding] != np.asarray(PAD[name], dtype=array.dtype)))
+    return flat[np.asarray(POSITION[name], dtype=np.int64)].reshape(ORIGINAL_SHAPE[name])
 
 
 def kernel_shape(name, shape):
