@@ -43,20 +43,13 @@ SIDES = ("plain", "preload")
 
 
 def generation(llvm_only: bool) -> dict:
-    from fuzzharness.campaign.settings import load_toml
     from fuzzharness.generators.cases import GenSettings
+    from fuzzharness.generators.targets import default_targets
 
     if llvm_only:
         return GenSettings(graph_fraction=0.0).to_dict()
-    # the embedded defaults a `fuzzharness run` uses (targets and their shares included)
-    out = subprocess.run([sys.executable, "-m", "fuzzharness", "config"], capture_output=True,
-                         text=True, check=True).stdout
-    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"confirmation-cost-{os.getpid()}.toml"
-    path.write_text(out)
-    try:
-        return load_toml(path).generation.to_dict()
-    finally:
-        path.unlink()
+    mix, shares, _ = default_targets()  # what `fuzzharness run` mixes in on this machine
+    return GenSettings(target=mix[0], targets=tuple(mix), target_shares=tuple(shares)).to_dict()
 
 
 def cpu_children() -> float:

@@ -64,16 +64,12 @@ def _zygote_children(seed: int, n: int, gen: dict) -> None:
 
 
 def _default_generation() -> dict:
-    from fuzzharness.campaign.settings import load_toml
+    """The default campaign's generation settings: its target mix on this machine."""
+    from fuzzharness.generators.cases import GenSettings
+    from fuzzharness.generators.targets import default_targets
 
-    toml = subprocess.run([sys.executable, "-m", "fuzzharness", "config"], capture_output=True,
-                          text=True, check=True).stdout
-    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"preload-test-{os.getpid()}.toml"
-    path.write_text(toml)
-    try:
-        return load_toml(path).generation.to_dict()
-    finally:
-        path.unlink()
+    mix, shares, _ = default_targets()
+    return GenSettings(target=mix[0], targets=tuple(mix), target_shares=tuple(shares)).to_dict()
 
 
 @pytest.mark.slow
