@@ -1,6 +1,8 @@
-"""One-time per-process setups do not count against the per-case timeout; slow cases do."""
+"""One-time per-process setups do not count against the per-case timeout; slow cases do,
+also when the driver reads their verdict late."""
 
 import os
+import time
 
 import pytest
 
@@ -17,8 +19,8 @@ def env():
     return e
 
 
-def case(workload):
-    return Case(workload={"name": workload, "params": {"M": 3, "N": 5, "dtype": "float32"}},
+def case(workload, n=5):
+    return Case(workload={"name": workload, "params": {"M": 3, "N": n, "dtype": "float32"}},
                 inputs={"distribution": "uniform", "seed": 1}).to_dict()
 
 
@@ -37,6 +39,47 @@ def test_a_slow_case_still_times_out():
     with WorkerPool(1, timeout=2.0, env=env()) as pool:
         (r,) = list(pool.run([{"task": 0, "case": case("test_slow_case")}]))
     assert r.verdict.status is Status.TIMEOUT and r.verdict.stage.value == "generate"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("timeout", [2.0, 6.0])
+def test_a_verdict_read_late_is_judged_by_when_the_worker_wrote_it(tmp_path, timeout):
+    """The driver's caller may hold the pool's loop for minutes (the end-of-run damage
+    search runs inside the task source): a case that finished only after its deadline
+    meanwhile is a timeout, as a watching driver would have said — a 30-minute campaign
+    stored such a case (165 s of LLVM codegen, timeout 30 s) as a pass that replays as a
+    timeout.  A case that finished in time is no timeout however late it is read.  Both on
+    a persistent worker and on the zygote's forked child (confirmations)."""
+    from fuzzharness.engine.executor import IDLE
+    from tests.plugins.slow_setup import SETUP_SECONDS, STARTED_DIR_ENV
+
+    started = tmp_path / "started"
+    started.mkdir()
+    e = env()
+    e[STARTED_DIR_ENV] = str(started)
+    persistent = {"task": 0, "case": case("test_slow_case", 5)}
+    fresh = {"task": 1, "case": case("test_slow_case", 6), "fresh": True}
+
+    def source():
+        for task in (fresh, persistent):  # the zygote starts late: its task goes first
+            yield task
+            while not (started / str(task["case"]["workload"]["params"]["N"])).exists():
+                yield IDLE  # ... until the case is running
+        time.sleep(SETUP_SECONDS + 3.0)  # both are: end, while nobody reads the pool
+
+    with WorkerPool(2, timeout=timeout, env=e) as pool:
+        results = {r.task["task"]: r for r in pool.run(source())}
+    statuses = {k: r.verdict.status for k, r in results.items()}
+    if timeout < SETUP_SECONDS:  # a 3 s case under a 2 s timeout
+        assert statuses == {0: Status.TIMEOUT, 1: Status.TIMEOUT}, \
+            {k: r.verdict.line() for k, r in results.items()}
+        assert {r.verdict.stage.value for r in results.values()} == {"generate"}
+    else:
+        assert statuses == {0: Status.PASS, 1: Status.PASS}, \
+            {k: r.verdict.line() for k, r in results.items()}
+        # the case's time is the worker's, not the time the driver took to read it
+        assert all(r.elapsed < timeout for r in results.values()), \
+            {k: r.elapsed for k, r in results.items()}
 
 
 def test_the_inspect_cache_seed_keeps_inspects_answers():

@@ -61,6 +61,7 @@ from fuzzharness.engine.worker_process import (
     fresh_child_result,
     process_label,
     tail_of,
+    written_at,
 )
 
 READY_TIMEOUT = 120.0  # importing TVM takes ~1 s; a loaded CI machine can be much slower
@@ -330,32 +331,33 @@ class WorkerPool(Executor):
                 w.ready, w.started = True, 0.0
                 self.tvm_versions.add(str(msg.get("tvm", "?")))
                 self._start_failures = 0
-            elif "bye" in msg:
+                continue
+            if "bye" in msg:
                 w.retiring = True
-            elif w.task is None or msg.get("task") != w.task.get("task"):
+                continue
+            if w.task is None or msg.get("task") != w.task.get("task"):
                 continue  # a late message of a task already decided
-            elif "stage" in msg:
-                w.stage = msg["stage"]
-            elif "setup" in msg:  # a one-time setup: the case's clock stops (warmup.py)
-                w.setup_since = time.monotonic()
-            elif "setup_done" in msg:
-                if w.setup_since is not None:
-                    w.started += time.monotonic() - w.setup_since
-                w.setup_since = None
-            elif "case" in msg:
-                w.case = msg["case"]
-            elif "forked" in msg:  # the zygote's child for this task
-                w.child = int(msg["forked"])
-            elif "exit" in msg:  # ... ended without a verdict
+            at = written_at(msg)
+            if w.overdue(at, self.timeout):
+                # Written after the task's deadline, read late (the caller held this loop):
+                # the task timed out, as a watching driver would have said, at the stage
+                # announced last before the deadline (messages are read in order).
+                if w.slot != FRESH_SLOT:
+                    return self._finish_dead(w, timed_out=True)  # w is replaced: stop here
+                result = self._fresh_ended(w, None)
+                continue  # the rest of the task's messages are late ones now
+            if "exit" in msg:  # the zygote's child ended without a verdict
                 result = self._fresh_ended(w, msg["exit"])
             elif "verdict" in msg:
                 try:
                     verdict = Verdict.from_dict(msg["verdict"])
                 except (KeyError, TypeError, ValueError) as e:
                     return self._protocol_error(w, f"unreadable verdict ({e})")
-                result = TaskResult(w.task, w.case, verdict, w.slot, time.monotonic() - w.started,
+                result = TaskResult(w.task, w.case, verdict, w.slot, at - w.started,
                                     process_label(w))
                 w.task, w.case = None, None
+            else:
+                w.note(msg, at)
         return result
 
     def _idle_exit(self, w: WorkerProcess) -> None:

@@ -14,16 +14,29 @@ worker → driver::
 
 The stage messages are what lets the driver blame a segfault or a hang on the right stage:
 the last stage announced before the worker died is the stage that killed it.
+
+Every worker → driver message also carries ``"at"``: the worker's ``time.monotonic()`` when
+it wrote the message (:func:`stamped`; the same clock as the driver's, one host).  The driver
+may read a message long after it was written — while its caller holds the pool's loop (the
+end-of-run damage search, a test writing its repro) — and judges a task's timeout by when the
+worker wrote, not by when the driver read: a verdict written after the deadline is a timeout,
+as it would have been had the driver been watching.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 
 def encode(msg: dict[str, Any]) -> bytes:
     return (json.dumps(msg, separators=(",", ":"), allow_nan=True) + "\n").encode()
+
+
+def stamped(msg: dict[str, Any]) -> dict[str, Any]:
+    """``msg`` with the time the worker writes it (``"at"``, ``time.monotonic()``)."""
+    return {**msg, "at": time.monotonic()}
 
 
 def decode(line: bytes) -> dict[str, Any]:

@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                 retiring[0] = True
                 os.write(proto_out, protocol.encode(
                     {"bye": f"memory: VmData {used:.0f} MB of {args.memory_mb} MB"}))
-        os.write(proto_out, protocol.encode(msg))
+        os.write(proto_out, protocol.encode(protocol.stamped(msg)))
 
     current: list = [None]
 
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         from fuzzharness.engine.fresh import serve_forked
 
         return serve_forked(sys.stdin.buffer, serve,
-                            lambda msg: os.write(proto_out, protocol.encode(msg)),
+                            lambda msg: os.write(proto_out, protocol.encode(protocol.stamped(msg))),
                             die_with_parent)
     for line in sys.stdin.buffer:
         if not line.strip():

@@ -34,6 +34,21 @@ class WorkerProcess:
     setup_since: float | None = None  # in a one-time setup since (fuzzharness/warmup.py)
     child: int | None = None  # the zygote's forked worker running the task (FRESH_SLOT only)
 
+    def note(self, msg: dict[str, Any], at: float) -> None:
+        """A message of the running task, before its end, that the worker wrote ``at``."""
+        if "stage" in msg:
+            self.stage = msg["stage"]
+        elif "setup" in msg:  # a one-time setup: the case's clock stops (warmup.py)
+            self.setup_since = at
+        elif "setup_done" in msg:
+            if self.setup_since is not None:
+                self.started += at - self.setup_since
+            self.setup_since = None
+        elif "case" in msg:
+            self.case = msg["case"]
+        elif "forked" in msg:  # the zygote's child for this task
+            self.child = int(msg["forked"])
+
     def overdue(self, now: float, timeout: float) -> bool:
         if self.setup_since is not None:
             return now - self.setup_since > SETUP_TIMEOUT
@@ -46,6 +61,16 @@ def drain(fd: int) -> None:
             pass
     except (BlockingIOError, OSError):
         pass
+
+
+def written_at(msg: dict[str, Any]) -> float:
+    """When the worker wrote ``msg`` (its ``"at"``, engine/protocol.py), on the driver's
+    clock; now when it does not say, or says a time still to come."""
+    now = time.monotonic()
+    at = msg.get("at")
+    if isinstance(at, (int, float)) and not isinstance(at, bool) and at <= now:
+        return float(at)
+    return now
 
 
 def process_label(w: WorkerProcess) -> str:

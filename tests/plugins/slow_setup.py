@@ -3,13 +3,17 @@ like the first MetaSchedule case of a worker paying for TVM's tensor-intrinsic i
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 
 from fuzzharness.core import warmup
 from fuzzharness.generators.workloads.base import register
 from fuzzharness.generators.workloads.row_reduce import RowSum
 
 SETUP_SECONDS = 3.0
+#: a directory where a slow case leaves a file named by its N when it starts (tests wait on it)
+STARTED_DIR_ENV = "FUZZHARNESS_TEST_STARTED_DIR"
 
 
 @register
@@ -30,5 +34,7 @@ class SlowRowSum(RowSum):
     default = False
 
     def prim_func(self, params):
+        if os.environ.get(STARTED_DIR_ENV):
+            (Path(os.environ[STARTED_DIR_ENV]) / str(params["N"])).touch()
         time.sleep(SETUP_SECONDS)
         return super().prim_func(params)
