@@ -438,6 +438,43 @@ def test_smaller_params_stay_inside_what_the_workload_can_draw():
     assert any(c.params["K"] == 1 for c in propose_params(plain))
 
 
+def test_smaller_params_keep_every_tensor_and_window_drawable():
+    """A 30-minute campaign minimized a pool2d (H 18, KH 4) to H 3: an empty output, which
+    TVM built and ran into a crash, and a 'repro' no script could be written for.  Shrinking
+    stops where a tensor would lose its last element, and where a workload's own draw
+    constraints end (a window of padding alone, a layer-norm row of one element); what the
+    workloads draw is never refused."""
+    from fuzzharness.generators import draw as draws
+    from fuzzharness.generators.workloads import GenOptions, workloads
+    from fuzzharness.minimize.passes import propose_params
+
+    def case(name, **params):
+        return Case.from_dict({"workload": {"name": name, "params": params},
+                               "inputs": {"distribution": "normal", "seed": 1},
+                               "schedule": {"trace": None}, "target": {"kind": "llvm"}})
+
+    pool = case("pool2d", C=1, H=5, KH=4, KW=3, N=1, W=17, count_include_pad=False,
+                dtype="float32", kind="max", layout="NHWC", pad=1, stride=1)
+    proposed = [c.params for c in propose_params(pool)]
+    assert proposed and all(p["H"] + 2 * p["pad"] >= p["KH"] for p in proposed)
+    assert all(p["pad"] < min(p["KH"], p["KW"]) for p in proposed)
+    assert any(p["H"] == 2 for p in proposed)  # still shrinks as far as the window allows
+    assert workloads["pool2d"].params_problem({**pool.params, "H": 3, "pad": 0})
+    conv = case("conv2d", N=1, H=6, W=6, C=2, F=2, KH=3, KW=3, stride=1, pad=2, dilation=1,
+                stem=False, layout="NHWC", dtype="float32")
+    assert all(p["pad"] <= (min(p["KH"], p["KW"]) - 1) * p["dilation"]
+               for p in (c.params for c in propose_params(conv)))
+    norm = case("layer_norm", B=1, M=2, N=3, dtype="float32")
+    assert {c.params["N"] for c in propose_params(norm)} == {2, 3}  # 3: M shrinks instead
+    drawn = 0
+    for name in workloads.names():
+        for i in range(25):
+            params = workloads[name].draw_params(draws.for_case(0, i, "params"), GenOptions())
+            assert workloads[name].params_problem(params) is None, (name, params)
+            drawn += 1
+    assert drawn >= 250
+
+
 @pytest.mark.slow
 def test_a_campaign_minimizes_a_bucket_whose_schedule_draw_kills_the_process(tmp_path):
     """End to end, real processes: workers die drawing a schedule (the bucket: a crash at

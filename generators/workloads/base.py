@@ -99,7 +99,20 @@ class Workload:
     def params_problem(self, params: dict[str, Any]) -> str | None:
         """Why ``params`` lie outside what :meth:`draw_params` can draw (a shape constraint
         the program relies on), or None.  The minimizer never proposes such params: a
-        failure of a program that cannot be drawn is no repro of the drawn one."""
+        failure of a program that cannot be drawn is no repro of the drawn one.
+
+        This default refuses a tensor with an extent below 1 — e.g. a pooling window larger
+        than its padded input, an empty output that TVM then builds and runs (a minimized
+        pool2d with ``H`` 3 < ``KH`` 4 crashed, and no repro script could be written for
+        it); workloads add their own draw constraints and call this.
+        """
+        try:
+            specs = [*self.inputs(params), *self.outputs(params)]
+        except Exception as e:  # noqa: BLE001 - params the workload cannot even describe
+            return f"the workload cannot describe its tensors: {type(e).__name__}: {e}"
+        for spec in specs:
+            if any(int(d) < 1 for d in spec.shape):
+                return f"{spec.name} would have the shape {tuple(spec.shape)}"
         return None
 
     def inputs(self, params: dict[str, Any]) -> list[InputSpec]:

@@ -94,11 +94,21 @@ def draw_conv_shape(data: Any, options: GenOptions, *, channels: bool = True) ->
             "dilation": dilation, "stem": stem}
 
 
+def conv_pad_problem(p: dict[str, Any]) -> str | None:
+    """:func:`draw_conv_shape`'s padding constraint: no window of padding alone."""
+    if p["pad"] > max(0, (min(p["KH"], p["KW"]) - 1) * p["dilation"]):
+        return "pad must not exceed (min(KH, KW) - 1) * dilation"
+    return None
+
+
 @register
 class Conv2d(Workload):
     name = "conv2d"
     description = "conv2d NHWC/NCHW with stride, padding, dilation (and the 7x7x3 stride-2 stem)"
     dtype_labels = tuple(DTYPE_LABELS)
+
+    def params_problem(self, p):
+        return conv_pad_problem(p) or super().params_problem(p)
 
     def draw_params(self, data: Any, options: GenOptions) -> dict[str, Any]:
         label = draw_label(data, self, options)

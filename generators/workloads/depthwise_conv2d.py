@@ -28,7 +28,12 @@ from fuzzharness.generators.workloads.base import (
     exact_set,
     register,
 )
-from fuzzharness.generators.workloads.conv2d import draw_conv_shape, out_extent, windows
+from fuzzharness.generators.workloads.conv2d import (
+    conv_pad_problem,
+    draw_conv_shape,
+    out_extent,
+    windows,
+)
 from fuzzharness.generators.workloads.matmul import int_scale, specials
 from fuzzharness.oracles import bounds
 
@@ -45,6 +50,9 @@ class DepthwiseConv2d(Workload):
         p["C"] = draw_extent(data, 16)
         p["dtype"] = label
         return p
+
+    def params_problem(self, p):
+        return conv_pad_problem(p) or super().params_problem(p)
 
     def shapes(self, p):
         oh = out_extent(p["H"], p["KH"], p["stride"], p["pad"], p["dilation"])

@@ -74,7 +74,9 @@ class MatmulTensorCore(GpuWorkload):
 
     def params_problem(self, p):
         bad = [k for k in ("M", "N", "K") if p[k] % 16]
-        return f"{', '.join(bad)} must be multiples of 16 (tensor-core shapes)" if bad else None
+        if bad:
+            return f"{', '.join(bad)} must be multiples of 16 (tensor-core shapes)"
+        return super().params_problem(p)
 
     def source(self, p):
         din, acc = TC_DTYPES[p["dtype"]]
@@ -127,7 +129,9 @@ class MatmulTexture(GpuWorkload):
 
     def params_problem(self, p):
         bad = [k for k in ("N", "K") if p[k] % 4]  # the texture's innermost 4 lanes
-        return f"{', '.join(bad)} must be multiples of 4 (texture pixels)" if bad else None
+        if bad:
+            return f"{', '.join(bad)} must be multiples of 4 (texture pixels)"
+        return super().params_problem(p)
 
     def source(self, p):
         din, acc = TEXTURE_DTYPES[p["dtype"]]

@@ -63,6 +63,11 @@ class Pool2d(Workload):
                 "KW": kw, "stride": stride, "pad": pad, "count_include_pad": include,
                 "dtype": label}
 
+    def params_problem(self, p):
+        if p["pad"] >= min(p["KH"], p["KW"]):  # a window of padding alone (draw_params)
+            return "pad must be smaller than the window"
+        return super().params_problem(p)
+
     def io_dtypes(self, p):
         din, acc, dout = DTYPE_LABELS[p["dtype"]]
         if p["kind"] == "max":  # exact in any dtype: pad and compare in minmax_dtype, store once
