@@ -154,6 +154,44 @@ def test_wrong_results_carry_schedule_facts_and_match_the_known_fuse_bug(known):
     assert known.match(sigs[0], "0.28.0") is None  # entries are pinned to a TVM version
 
 
+def test_an_argmin_that_lost_its_init_to_blockize_and_cache_write_is_the_known_bug(known):
+    """An argmax reads its accumulators inside ``T.let`` bindings, so the store's value shows
+    no load: the fact ``reduction_init_missing`` was missed and a known bug (blockize +
+    cache_write loses the init) was reported as new (seed 7 #1028, minimized).  The fact is
+    read from the real scheduled program; the unscheduled argmin and the blockized one whose
+    init still writes what the body accumulates do not have it."""
+    from tvm import s_tir
+
+    from fuzzharness.execution.facts import schedule_facts
+    from fuzzharness.generators.workloads import workloads
+
+    func = workloads["argmax"].prim_func({"kind": "argmin", "shape": [1, 23], "dtype": "float32"})
+    scheds = {}
+    for steps in ((), ("blockize",), ("blockize", "cache_write")):
+        sch = s_tir.Schedule(func)
+        block = sch.get_sblock("argmin")
+        if "blockize" in steps:
+            sch.blockize(sch.get_loops(block)[1])
+        if "cache_write" in steps:
+            sch.cache_write(block, 1, "global")  # V, the running minimum
+        scheds[steps] = schedule_facts(sch.mod)
+    assert scheds == {(): [], ("blockize",): [],
+                      ("blockize", "cache_write"): ["reduction_init_missing"]}, scheds
+    case = {"workload": {"name": "argmax", "params": {"kind": "argmin", "shape": [1, 23],
+                                                       "dtype": "float32"}},
+            "schedule": {"trace": [[["GetSBlock", [], ["argmin", "main"], ["b0"]],
+                                    ["GetLoops", ["b0"], [], ["l1", "l2"]],
+                                    ["Blockize", ["l1"], [False], ["b3"]],
+                                    ["CacheWrite", ["b0", []], [1, "global"], ["b11"]]], []]},
+            "origin": {"dtype": "float32"}}
+    wrong = Verdict(Status.WRONG_RESULT, Stage.VERIFY, message="I[0]: got -1, reference 0",
+                    details={"facts": scheds[("blockize", "cache_write")]})
+    sig = signature(case, wrong)
+    assert sig.primitives == ("blockize", "cache_write") and sig.facts == ("reduction_init_missing",)
+    assert known.match(sig, "0.27.0").id == "cache-write-of-blockized-reduction-loses-init"
+    assert known.match(dataclasses.replace(sig, facts=()), "0.27.0") is None  # new without it
+
+
 def partition_reduction(sch, block, loops):
     sch.loop_partition(loops[-1], [1, 1, None])
 

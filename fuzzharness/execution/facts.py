@@ -15,7 +15,8 @@ Two things feed a bucket signature (:mod:`fuzzharness.buckets.signatures`) besid
       reduction iterator of the same block (e.g. ``fuse`` of a spatial and a reduction loop).
   ``reduction_init_repeated``  two or more blocks with a ``T.init()`` write the same buffer
       (e.g. ``loop_partition`` of a reduction loop: every piece resets the accumulator).
-  ``reduction_init_missing``  a block accumulates into a buffer (``X[i] = X[i] + ...``) that
+  ``reduction_init_missing``  a block accumulates into a buffer (``X[i] = X[i] + ...``, or a
+      ``T.let`` that reads ``X`` before ``X`` is stored, as in argmax) that
       no block initializes — no ``T.init()`` writes it and no other block writes it without
       reading it (``decompose_reduction``'s init block does): the sum starts from whatever
       the memory held (e.g. ``blockize`` of a reduction with a sibling block drops the init).
@@ -236,12 +237,16 @@ def _reduction_init_missing(mod) -> bool:
     def on_block(block) -> None:
         if block.init is not None:
             initialized.update(hash(st.buffer) for st in stores(block.init))
+        # What the block's body reads, wherever: an argmax reads its accumulators in
+        # ``T.let`` bindings and stores the bound names (``V[0] = v_V``), so the store's own
+        # value shows no load (seed 7 #1028: blockize + cache_write of an argmin, a known
+        # bug, reported as new for want of this fact).
+        loads: list = []
+        tvm_ffi.structural_walk(block.body, [(load_type, loads.append)])
+        # the loaded buffer: .source in 0.27 (TensorLoad), .buffer before
+        read = [getattr(ld, "source", getattr(ld, "buffer", None)) for ld in loads]
         for st in stores(block.body):
-            loads: list = []
-            tvm_ffi.structural_walk(st.value, [(load_type, loads.append)])
-            # the loaded buffer: .source in 0.27 (TensorLoad), .buffer before
-            same = any(getattr(ld, "source", getattr(ld, "buffer", None)).same_as(st.buffer)
-                       for ld in loads)
+            same = any(b is not None and b.same_as(st.buffer) for b in read)
             (accumulated if same else initialized).add(hash(st.buffer))
 
     for _, func in mod.functions.items():
