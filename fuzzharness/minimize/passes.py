@@ -14,7 +14,9 @@ input specs and dtype labels, never a hard-coded list — and never makes a case
                toward 1
 ``params``     workload parameters: integers toward 1 (1, 2, 3, v/4, v/2, 3v/4, v−1 — the
                smallest interesting one wins), integer lists element-wise, the dtype label
-               toward ``float32``; validity is checked by building and running the candidate
+               toward ``float32``; only params the workload could draw
+               (``Workload.params_problem``: every tensor keeps an element, the workload's
+               own draw constraints hold), then built and run like any candidate
 ``inputs``     all-ones inputs with the exact-integer oracle (bitwise equality), then tiny
                integers (|x| ≤ 4), then small integers, then ones with the error-bound oracle, then seed 0
 ``options``    every compiler option at once, then one by one: ``mcpu``, ``mattr``, each
