@@ -280,9 +280,9 @@ class WorkerPool(Executor):
                     feed()
                     yield result
             now = time.monotonic()
-            # a worker with a message waiting is alive, whatever the clock says: the caller
-            # may have held this generator for a long time (a failing test writing its
-            # repro), and its result or "ready" arrived meanwhile; read it on the next turn
+            # a worker with a message waiting is read first, whatever the clock says: the
+            # caller may have held this generator for a long time (the damage search, a
+            # test writing its repro); _read judges the task by when the message was written
             waiting = {id(key.data) for key, _ in self._sel.select(timeout=0)}
             for w in list(self._workers.values()):
                 if id(w) in waiting:
