@@ -100,7 +100,8 @@ def capture(choices: Sequence[Any], settings) -> FailingCall:
     if case is not None:
         raise NotReproducible("the choices generate a case; its failure is not in the schedule draw")
     if cap.failure is None or cap.workload is None:
-        raise NotReproducible(f"the generation failure was not raised by a schedule call: {error}")
+        what = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        raise NotReproducible(f"the generation failure was not raised by a schedule call: {what}")
     name, fn, sch, args, kwargs, trace, trace_json, exc = cap.failure
     names = _rv_names(trace, trace_json)
     bound = inspect.signature(fn).bind(sch, *args, **kwargs)
