@@ -125,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     stage = ["generate"]
     retiring = [False]
 
+    def write(msg) -> None:  # each message carries the time it was written (protocol.py)
+        os.write(proto_out, protocol.encode(protocol.stamped(msg)))
+
     def send(msg) -> None:
         if "stage" in msg:
             stage[0] = msg["stage"]
@@ -136,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
                 retiring[0] = True
                 os.write(proto_out, protocol.encode(
                     {"bye": f"memory: VmData {used:.0f} MB of {args.memory_mb} MB"}))
-        os.write(proto_out, protocol.encode(protocol.stamped(msg)))
+        write(msg)
 
     current: list = [None]
 
@@ -180,9 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.fresh:  # a child per task, whose recycling is its exit
         from fuzzharness.engine.fresh import serve_forked
 
-        return serve_forked(sys.stdin.buffer, serve,
-                            lambda msg: os.write(proto_out, protocol.encode(protocol.stamped(msg))),
-                            die_with_parent)
+        return serve_forked(sys.stdin.buffer, serve, write, die_with_parent)
     for line in sys.stdin.buffer:
         if not line.strip():
             continue
