@@ -20,7 +20,8 @@ cases and TVM's tensor intrinsics).  The configurations (the same four as
 ``neither``       no defence (``--no-hygiene``).
 
 ``--configs`` picks and orders them (``unperturbed``: the checks and zones without
-perturbation).  The configurations alternate within each round; a host whose speed drifts
+perturbation; ``untuned``: without the fixed malloc thresholds, ``hygiene.THRESHOLDS``).
+The configurations alternate within each round; a host whose speed drifts
 (±15 % within minutes on the shared 2-core machine, more than the effects measured here)
 still blurs sequential runs, so ``--side-by-side`` runs the configurations of a round at once,
 one core each (two configurations on two cores), which cancels the drift: use it for any
@@ -45,6 +46,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 CONFIGS = ("checks+zones", "checks", "zones", "neither")
+#: today's worker with one setting taken away
+VARIANTS = ("unperturbed", "untuned")
 
 
 def environment(config: str) -> dict[str, str]:
@@ -62,6 +65,9 @@ def environment(config: str) -> dict[str, str]:
     env = hygiene.hygiene_env(env)
     if config == "unperturbed":
         env["GLIBC_TUNABLES"] = env["GLIBC_TUNABLES"].replace("glibc.malloc.perturb=1:", "")
+    if config == "untuned":  # glibc's default thresholds, which the checks never raise
+        env["GLIBC_TUNABLES"] = ":".join(t for t in env["GLIBC_TUNABLES"].split(":")
+                                         if t.split("=")[0] not in hygiene.THRESHOLDS)
     return env
 
 
@@ -132,9 +138,9 @@ def main() -> int:
         child(args.seed, args.cases)
         return 0
     configs = args.configs.split(",")
-    if unknown := [c for c in configs if c not in (*CONFIGS, "unperturbed")]:
+    if unknown := [c for c in configs if c not in (*CONFIGS, *VARIANTS)]:
         ap.error(f"unknown configuration {', '.join(unknown)}: choose from "
-                 f"{', '.join((*CONFIGS, 'unperturbed'))}")
+                 f"{', '.join((*CONFIGS, *VARIANTS))}")
     print(f"hygiene cost: {args.cases} cases of seed {args.seed} per run, {args.rounds} rounds, "
           f"load {os.getloadavg()[0]:.2f}")
     runs: dict[str, list[dict[str, float]]] = {c: [] for c in configs}

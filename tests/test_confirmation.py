@@ -9,6 +9,8 @@ are in no bucket.
 import json
 import os
 import sqlite3
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -186,7 +188,9 @@ def test_workers_run_with_glibcs_allocator_checks():
     env = hygiene.hygiene_env({"GLIBC_TUNABLES": "glibc.malloc.mxfast=0", "LD_PRELOAD": "x.so"})
     if hygiene.glibc_version() is None or hygiene.debug_library() is None:
         pytest.skip("not glibc ≥ 2.34 with libc_malloc_debug")
-    assert env["GLIBC_TUNABLES"] == "glibc.malloc.mxfast=0:glibc.malloc.perturb=1:glibc.malloc.check=3"
+    assert env["GLIBC_TUNABLES"] == ("glibc.malloc.mxfast=0:glibc.malloc.perturb=1:glibc.malloc.check=3"
+                                     ":glibc.malloc.mmap_threshold=33554432"
+                                     ":glibc.malloc.trim_threshold=67108864")
     assert env["LD_PRELOAD"].split() == [hygiene.debug_library(), "x.so"]
     assert hygiene.active(env) == {"malloc_check": 3, "malloc_perturb": 1, "guard_zones": True}
     assert hygiene.active(hygiene.hygiene_env({}, enabled=False))["malloc_check"] == 0
@@ -204,6 +208,52 @@ def test_workers_run_with_glibcs_allocator_checks():
     # by the next test, which needs it)
     assert b"glibc.malloc.perturb=1" in worker_env[b"GLIBC_TUNABLES"]
     assert hygiene.DEBUG_LIBRARY in mapped
+
+
+_MAPPED_PROBE = """
+import ctypes
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+p = libc.malloc(1 << 20)
+print(ctypes.c_size_t.from_address(p - 8).value & 2)  # the chunk's IS_MMAPPED bit
+"""
+
+
+def test_the_checking_allocator_keeps_large_blocks_on_the_heap():
+    """glibc's checking ``free`` never raises the mmap threshold, so without our fixed
+    thresholds every block over 128 KiB is mapped and unmapped per use (page faults); with
+    them a 1 MiB block comes from the heap — under the checks, as plain glibc would do."""
+    if hygiene.glibc_version() is None or hygiene.debug_library() is None:
+        pytest.skip("not glibc ≥ 2.34 with libc_malloc_debug")
+
+    def mapped(env):
+        out = subprocess.run([sys.executable, "-c", _MAPPED_PROBE], env=env, check=True,
+                             capture_output=True, text=True).stdout
+        return out.strip() == "2"
+
+    env = hygiene.hygiene_env(dict(os.environ))
+    assert not mapped(env)
+    for name in hygiene.THRESHOLDS:  # the checks alone: the 128 KiB default
+        env["GLIBC_TUNABLES"] = env["GLIBC_TUNABLES"].replace(
+            f":{name}={hygiene.THRESHOLDS[name]}", "")
+    assert hygiene.active(env)["malloc_check"] == 3 and mapped(env)
+
+
+def test_a_repro_scripts_child_gets_the_workers_allocator_settings():
+    """The standalone script's copy of the policy (``hygiene.SCRIPT_SOURCE``) sets the same
+    tunables as a worker's: another heap layout or threshold could change its verdict."""
+    if hygiene.glibc_version() is None or hygiene.debug_library() is None:
+        pytest.skip("not glibc ≥ 2.34 with libc_malloc_debug")
+    space = {"os": os}
+    exec(hygiene.SCRIPT_SOURCE, space)
+    script_env = space["_hygiene_env"]()
+    worker_env = hygiene.hygiene_env(dict(os.environ))
+
+    def tunables(env):
+        return set(env["GLIBC_TUNABLES"].split(":"))
+
+    assert tunables(script_env) == tunables(worker_env)
+    assert hygiene.DEBUG_LIBRARY in script_env["LD_PRELOAD"]
 
 
 def test_heap_damage_out_of_the_guard_zones_stops_the_case_that_did_it(memory_env, monkeypatch,
