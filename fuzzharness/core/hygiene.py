@@ -20,9 +20,9 @@ minimizer, replay and repro child process in its environment) make that determin
     first bytes of a reused block (so, without it, perturbation misses small blocks).
 ``glibc.malloc.mmap_threshold``, ``glibc.malloc.trim_threshold``  fixed at the highest
     values plain glibc raises them to by itself (:data:`THRESHOLDS`), which the checking
-    allocator never does: a speed setting, not a check — the same blocks, perturbed and guarded the
-    same way, come from the heap instead of a fresh mapping each (a worker's case: 7 % less
-    CPU, ``benchmarks/hygiene_cost.py --configs untuned,checks+zones``).
+    allocator never does: a speed setting, not a check — the same blocks, perturbed and
+    guarded the same way, come from the heap instead of a fresh mapping each (a worker's
+    case: 7 % less CPU, ``benchmarks/hygiene_cost.py --configs untuned,checks+zones``).
 
 (In a running worker, ``/proc/PID/environ`` shows ``GLIBC_TUNABLES`` cut down to its first
 tunable — glibc rewrites the variable while reading it; the effects of all of them stay, as
@@ -65,13 +65,13 @@ CHECK = 3
 DEBUG_LIBRARY = "libc_malloc_debug.so.0"
 #: read by the llvm backend in the worker: guard zones around argument buffers (1/0)
 GUARD_ZONES_ENV = "FUZZHARNESS_GUARD_ZONES"
-#: Fixed thresholds, the highest plain glibc's malloc raises them to by itself: blocks up to
-#: 32 MiB come from the heap, and up to 64 MiB of free heap top is kept.  The checking allocator's
-#: ``free`` unmaps a large block without raising the mmap threshold as plain ``free`` does
-#: (glibc malloc/malloc-check.c, ``free_check``), so it stays at 128 KiB: every block above
-#: that is mapped, perturbed page by page and unmapped again, and the heap top is trimmed
-#: at 128 KiB free: ≈ 3 500 page faults a case against ≈ 100 with these values, for the same
-#: blocks, the same perturbation and the same guard byte after each of them.
+#: Fixed thresholds, the highest plain glibc's malloc raises them to by itself: blocks up
+#: to 32 MiB come from the heap, and up to 64 MiB of free heap top is kept.  The checking
+#: allocator's ``free`` unmaps a large block without raising the mmap threshold as plain
+#: ``free`` does (glibc malloc/malloc-check.c, ``free_check``), so it stays at 128 KiB:
+#: every block above that is mapped, perturbed page by page and unmapped again, and the
+#: heap top is trimmed at 128 KiB free — ≈ 3 500 page faults a case against ≈ 100 with
+#: these values, for the same blocks, perturbation and guard byte after each of them.
 THRESHOLDS = {"glibc.malloc.mmap_threshold": str(32 << 20),
               "glibc.malloc.trim_threshold": str(64 << 20)}
 TUNABLES = {"glibc.malloc.perturb": str(PERTURB), "glibc.malloc.check": str(CHECK),
