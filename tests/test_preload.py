@@ -104,8 +104,8 @@ if __name__ == "__main__":
 @pytest.mark.slow
 def test_the_zygote_preloads_and_a_persistent_worker_does_not(tmp_path):
     """The wiring in ``engine/worker.py``, both sides: a confirmation's child (a real pool's
-    zygote) finds the modules imported; a persistent worker, which pays them at its first
-    case (and may never need them), does not import them before it."""
+    zygote) finds the modules imported and the dry runs done; a persistent worker, which pays
+    them at its first case (and may never need them), does neither before it."""
     from fuzzharness.core.case import Case
     from fuzzharness.core.verdict import Status
     from fuzzharness.engine.pool import WorkerPool
@@ -132,3 +132,41 @@ def test_the_zygote_preloads_and_a_persistent_worker_does_not(tmp_path):
     persistent = [ln for ln in lines if str(ln["pid"]) == process[0]]
     assert len(fresh) == 1 and fresh[0]["missing"] == [], lines
     assert len(persistent) == 1 and "fuzzharness.core.interpreter" in persistent[0]["missing"], lines
+    # the zygote also did its dry runs (they parsed their programs); a worker does none
+    from fuzzharness.engine.preload import DRY_RUN_WORKLOADS
+
+    assert fresh[0]["parsed"] >= len(DRY_RUN_WORKLOADS) and persistent[0]["parsed"] == 0, lines
+
+
+def test_a_dry_run_compiles_a_case_and_runs_no_kernel():
+    """Both sides, in this process with the real TVM: a case that passes when its kernel
+    runs goes, within ``dry_runs()``, through lower, codegen and build and on to the oracles
+    with its output buffers untouched — still the poison the harness fills them with."""
+    import numpy as np
+
+    from fuzzharness.backends.rpc import dry_runs
+    from fuzzharness.core.verdict import Stage, Status
+    from fuzzharness.engine import preload
+    from fuzzharness.execution.stages import execute
+    from fuzzharness.generators.cases import generate_case
+
+    case = generate_case(preload.DRY_RUN_SEED, 0, preload.dry_run_settings("matmul"))
+    run = execute(case)
+    assert run.verdict.status is Status.PASS, run.verdict.line()
+    assert all(np.isfinite(o).all() for o in run.outputs.values())
+    with dry_runs():
+        dry = execute(case)
+    assert dry.verdict.is_finding and dry.verdict.stage is Stage.VERIFY, dry.verdict.line()
+    assert {"lower", "codegen", "build"} <= set(dry.verdict.timings), dry.verdict.timings
+    assert all(np.isnan(o).all() for o in dry.outputs.values()), dry.outputs
+    assert all(np.isnan(o).all() for o in (dry.baseline or {}).values())  # nor the baseline's
+    assert execute(case).verdict.status is Status.PASS  # the switch is off again
+
+
+def test_the_zygotes_dry_runs_reach_the_oracles():
+    """Every dry run of the zygote's warm-up gets to the oracles: a renamed workload or a
+    setting generation refuses would leave the children to pay for it again, silently but
+    for a line in the zygote's log."""
+    from fuzzharness.engine import preload
+
+    assert preload.dry_runs() == []

@@ -52,6 +52,36 @@ class Backend:
         raise NotImplementedError
 
 
+class DryRun(Backend):
+    """``inner``'s compiler without its kernels: lowers, generates and builds code as
+    ``inner`` does, and :meth:`run` runs nothing — it gives back the output buffers as they
+    came, poisoned (:func:`poison`).  A case executed through it goes through every stage
+    and every oracle of a failing case (the poison is a wrong result) while no generated code
+    runs: the zygote's warm-up (:func:`fuzzharness.engine.preload.dry_runs`)."""
+
+    def __init__(self, inner: Backend):
+        self.inner = inner
+        self.name = inner.name
+
+    def unavailable(self, target):
+        return self.inner.unavailable(target)
+
+    def lower(self, mod, target, pass_config):
+        return self.inner.lower(mod, target, pass_config)
+
+    def codegen(self, lowered, target):
+        return self.inner.codegen(lowered, target)
+
+    def build(self, runtime_module):
+        return self.inner.build(runtime_module)
+
+    def not_runnable(self, program):
+        return self.inner.not_runnable(program)
+
+    def run(self, program, args, n_outputs):
+        return [a.copy() for a in args[len(args) - n_outputs:]]
+
+
 backends: Registry[Backend] = Registry("backend")
 
 

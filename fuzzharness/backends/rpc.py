@@ -42,6 +42,7 @@ corrupts it cannot affect the next one, and TVM's ``session_timeout`` applies pe
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -52,7 +53,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from fuzzharness.backends.base import Backend, backends
+from fuzzharness.backends.base import Backend, DryRun, backends
 from fuzzharness.core import warmup
 
 ENV = "FUZZHARNESS_RPC"
@@ -315,11 +316,30 @@ def _alive(sess) -> bool:
         return False
 
 
+#: set by :func:`dry_runs`: backends compile and run nothing
+_dry = False
+
+
+@contextlib.contextmanager
+def dry_runs():
+    """Within: every backend :func:`backend_for` gives is a :class:`DryRun` (compiles, runs
+    no kernel) — for a warm-up that must leave no trace of generated code in the process."""
+    global _dry
+    saved, _dry = _dry, True
+    try:
+        yield
+    finally:
+        _dry = saved
+
+
 def backend_for(target: dict[str, Any]) -> Backend:
     """The backend that runs ``target`` in this process: remote when ``$FUZZHARNESS_RPC``
-    names a device, else the registered local one."""
+    names a device, else the registered local one (within :func:`dry_runs`: its compiler
+    alone)."""
 
     local = backends[target["kind"]]
+    if _dry:
+        return DryRun(local)
     device = device_from_env()
     if device is None:
         return local

@@ -160,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
         # again (a child's imports die with it; engine/preload.py)
         for missing in preload.case_modules():
             print(f"not preloaded (optional): {missing}", file=sys.stderr, flush=True)
+        if args.fresh:  # ... and fills what a case fills on first use, running no kernel
+            for problem in preload.dry_runs():
+                print(f"zygote warm-up: {problem}", file=sys.stderr, flush=True)
     warmup.set_notifier(on_setup)
     send({"ready": os.getpid(), "tvm": tvm.__version__})  # the TVM this worker runs
 

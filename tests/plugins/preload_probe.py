@@ -1,5 +1,6 @@
 """A workload that records, when its program is built, whether the modules a zygote preloads
-(``fuzzharness/engine/preload.py``) are already imported in the process that runs it."""
+(``fuzzharness/engine/preload.py``) are already imported in the process that runs it, and how
+many programs that process parsed before (the zygote's dry runs parse theirs)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import os
 import sys
 
+from fuzzharness.core.tvm_support import parse_prim_func
 from fuzzharness.engine import preload
 from fuzzharness.generators.workloads.base import register
 from fuzzharness.generators.workloads.row_reduce import RowSum
@@ -23,5 +25,6 @@ class PreloadProbeRowSum(RowSum):
         missing = [m for m in (*preload.CASE_MODULES, "fuzzharness.kinds.relax")
                    if m not in sys.modules]
         with open(os.environ[PROBE_FILE_ENV], "a") as f:
-            f.write(json.dumps({"pid": os.getpid(), "missing": missing}) + "\n")
+            f.write(json.dumps({"pid": os.getpid(), "missing": missing,
+                                "parsed": parse_prim_func.cache_info().currsize}) + "\n")
         return super().prim_func(params)
