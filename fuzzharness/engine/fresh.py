@@ -4,11 +4,13 @@ Confirmation (:mod:`fuzzharness.campaign.confirm`) re-runs every failure in a wo
 that has run nothing before.  Starting one costs a Python start and a TVM import — about
 1.3 s of CPU on the 2-core CI machine, more than most cases — so the pool keeps one *zygote*:
 a worker that imports TVM, the harness and the plugins (and what a case imports on first
-use, :mod:`fuzzharness.engine.preload`), reports ready, and then runs no case itself.  For
-each task it receives it forks; the child runs that one task exactly as a normal worker
-would (same protocol messages, on the same pipe) and exits.  Every child therefore
-starts from the same untouched heap — the state of a worker that has just become ready —
-which is what "fresh" means here, and a fork costs ~15 ms.
+use), fills Python's and TVM's first-use caches by compiling three fixed cases whose kernels
+it never runs (:mod:`fuzzharness.engine.preload`), reports ready, and then runs no case
+itself.  For each task it receives it forks; the child runs that one task exactly as a
+normal worker would (same protocol messages, on the same pipe) and exits.  Every child
+therefore starts from the same state, in which no generated code has ever run — the state
+of a zygote that has just become ready — which is what "fresh" means here, and a fork
+costs ~15 ms.
 
 Protocol additions (see :mod:`fuzzharness.engine.protocol`)::
 

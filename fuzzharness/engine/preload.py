@@ -1,4 +1,5 @@
-"""What a zygote imports before it is ready: the modules a case imports on first use.
+"""What a zygote does before it is ready: import what a case imports on first use, and fill
+what a case fills on first use.
 
 Confirmation runs every finding again in a child forked from the zygote
 (:mod:`fuzzharness.engine.fresh`), a process that has run nothing before.  What a child
@@ -17,8 +18,9 @@ Imports were not all a child paid again.  Python and TVM fill caches on first us
 abstract-base-class caches of TVM's object type (the first ``isinstance`` of a TVMScript
 parser proxy against it walks all ~500 of TVM's object classes, ≈ 2-4 ms, a few dozen
 types per case), TVM's function lookups, the LLVM target's CPU features, the harness's
-parser namespace.  A warm worker has them all; each child filled them again, ≈ 90 ms of a
-≈ 230 ms confirmation of a finding.  :func:`dry_runs` fills them in the zygote by running a
+parser namespace.  A warm worker has them all; each child filled them again: a finding's
+confirmation cost 1.65 times its case in a warm worker, 1.20 times after (llvm,
+``benchmarks/confirmation_cost.py``; 0.73 of the CPU side by side).  :func:`dry_runs` fills them in the zygote by running a
 few fixed cases through every stage *without running their kernels* (the backend's
 :class:`fuzzharness.backends.base.DryRun`).
 
