@@ -20,9 +20,9 @@ parser proxy against it walks all ~500 of TVM's object classes, ≈ 2-4 ms, a fe
 types per case), TVM's function lookups, the LLVM target's CPU features, the harness's
 parser namespace.  A warm worker has them all; each child filled them again: a finding's
 confirmation cost 1.65 times its case in a warm worker, 1.20 times after (llvm,
-``benchmarks/confirmation_cost.py``; 0.73 of the CPU side by side).  :func:`dry_runs` fills them in the zygote by running a
-few fixed cases through every stage *without running their kernels* (the backend's
-:class:`fuzzharness.backends.base.DryRun`).
+``benchmarks/confirmation_cost.py``; 0.73 of the CPU side by side).  :func:`dry_runs`
+fills them in the zygote by running a few fixed cases through every stage *without running
+their kernels* (the backend's :class:`fuzzharness.backends.base.DryRun`).
 
 What "fresh" still means: a child starts from the zygote's state, the same for every child,
 in which no generated code has ever run — heap damage, the reason a finding is confirmed
