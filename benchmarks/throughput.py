@@ -31,8 +31,9 @@ difference between the two is the noise floor.
 ``--repeats R`` runs the round (bare, harness per worker count, bare again) R times and the
 summary gives each ratio's median with its min and max: one round's ratio is not a result on
 a machine whose speed drifts by ±15 % within minutes.  ``--two-bare`` adds the reference for
-scaling: one bare loop in a fresh process, then two side by side (fresh processes, even and
-odd cases, started together): the harness's 1 → 2 worker scaling is compared with theirs.
+scaling: one bare loop in a fresh process, then two side by side (fresh processes
+started together, taking the cases from one queue: :func:`bare_loops`): the harness's
+1 → 2 worker scaling is compared with theirs.
 
 Last, an *interleaved* in-process comparison that shrugs off load changes: case by case,
 the bare loop's work and the worker's own task function (``run_task``: generate, replay,
@@ -43,6 +44,7 @@ of the harness from its process and database machinery.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -131,7 +133,6 @@ def harness_run(seed: int, n: int, workers: int, out: Path, *, cold_setups: bool
     con = sqlite3.connect(out / "results.sqlite")
     finished = sorted(r[0] for r in store.result_rows(con, ("finished",)))
     timings: dict[str, list[float]] = {}
-    import json
 
     for (vj,) in store.result_rows(con, ("verdict_json",)):
         for k, v in json.loads(vj).get("timings", {}).items():
@@ -238,15 +239,21 @@ def one_round(seed: int, n: int, worker_counts: list[int], tag: str, cold_setups
 
 
 def bare_loops(seed: int, n: int, loops: int) -> float:
-    """Cases/s of ``loops`` bare loops at once, each a fresh process over its share of the
-    cases (index ``k`` modulo ``loops``): with 2, what two workers could reach on this
-    machine; with 1, the same fresh-process loop alone (the fair reference for the scaling:
-    a fresh process runs faster than this long-lived one).  Each process warms up first and
-    starts its timed loop when all are ready."""
+    """Cases/s of ``loops`` bare loops at once, each a fresh process: with 2, what two
+    workers could reach on this machine; with 1, the same fresh-process loop alone (the fair
+    reference for the scaling: a fresh process runs faster than this long-lived one).  Each
+    process warms up first and starts its timed loop when all are ready.
+
+    The loops take the cases ``0 .. n-1`` from one queue, the next index whenever one is
+    free, as the harness's workers do, and the rate is ``n`` over the time from the start to
+    the end of the last loop.  (A fixed even/odd split, as this did first, summed each
+    loop's own rate: the loop whose share ends first leaves the other a core of its own, and
+    the 200 cases' costs are uneven enough that two loops came out at up to 2.27x one.)"""
     import subprocess
 
     with tempfile.TemporaryDirectory() as tmp:
         go = Path(tmp) / "go"
+        (Path(tmp) / "next").write_text("0")
         procs = [subprocess.Popen([sys.executable, __file__, "--bare-part", f"{k}/{loops}",
                                    "--seed", str(seed), "--cases", str(n), "--go", str(go)],
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -254,15 +261,34 @@ def bare_loops(seed: int, n: int, loops: int) -> float:
         while len(list(Path(tmp).glob("ready-*"))) < loops and all(p.poll() is None for p in procs):
             time.sleep(0.1)
         go.touch()
-        outs = [p.communicate()[0].split() for p in procs]
+        start = time.time()
+        outs = [p.communicate()[0].splitlines() for p in procs]
     if not all(outs):  # a bare loop runs kernels unisolated: one may take its process down
         raise SystemExit(f"a bare loop process died (exit {[p.returncode for p in procs]})")
-    return sum(float(out[-1]) for out in outs)
+    parts = [json.loads(out[-1]) for out in outs]
+    assert sum(p["done"] for p in parts) == n, parts
+    return n / (max(p["end"] for p in parts) - start)
+
+
+def next_index(counter: Path, n: int) -> int | None:
+    """The next case of the queue shared by :func:`bare_loops`' processes (a locked file)."""
+    import fcntl
+
+    with open(counter, "r+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        i = int(f.read())
+        if i >= n:
+            return None
+        f.seek(0)
+        f.write(str(i + 1))
+        f.truncate()
+        return i
 
 
 def bare_part(part: str, seed: int, n: int, go: Path) -> None:
-    """The child of :func:`bare_loops`: prints its bare loop's cases/s."""
-    k, of = (int(x) for x in part.split("/"))
+    """The child of :func:`bare_loops`: the bare loop over the cases it takes from the queue;
+    prints how many and when it ended."""
+    k, _ = (int(x) for x in part.split("/"))
     bare_loop(seed + 1000 + k, range(10))
     from fuzzharness.core import warmup
 
@@ -270,9 +296,11 @@ def bare_part(part: str, seed: int, n: int, go: Path) -> None:
     (go.parent / f"ready-{k}").touch()
     while not go.exists():
         time.sleep(0.01)
-    indices = range(k, n, of)
-    seconds, _ = bare_loop(seed, indices)
-    print(len(indices) / seconds)
+    done = 0
+    while (i := next_index(go.parent / "next", n)) is not None:
+        bare_loop(seed, range(i, i + 1))
+        done += 1
+    print(json.dumps({"done": done, "end": time.time()}))
 
 
 def main() -> int:

@@ -170,3 +170,37 @@ def test_the_zygotes_dry_runs_reach_the_oracles():
     from fuzzharness.engine import preload
 
     assert preload.dry_runs() == []
+
+
+def test_a_confirming_pools_zygote_starts_with_its_workers(tmp_path):
+    """Both sides: a pool told that fresh tasks will come (a confirming campaign) starts its
+    zygote with its workers, and the first fresh task goes to that zygote, not to a new one;
+    a pool not told starts none before a fresh task.  A campaign tells its pool when it
+    confirms and is long enough to meet a finding all but surely."""
+    from fuzzharness.campaign.driver import Campaign
+    from fuzzharness.campaign.settings import CampaignSettings
+    from fuzzharness.core.case import Case
+    from fuzzharness.engine.pool import WorkerPool
+    from fuzzharness.engine.worker_process import FRESH_SLOT
+
+    case = Case(workload={"name": "row_sum", "params": {"M": 2, "N": 3, "dtype": "float32"}},
+                inputs={"distribution": "uniform", "seed": 1}, target={"kind": "llvm"}).to_dict()
+    for fresh_tasks in (True, False):
+        with WorkerPool(1, timeout=120.0, fresh_tasks=fresh_tasks) as pool:
+            (r,) = pool.run([{"task": 0, "case": case}])
+            assert r.verdict.status.value == "pass", r.verdict.line()
+            assert (FRESH_SLOT in pool.pids()) is fresh_tasks, pool.pids()
+            if fresh_tasks:
+                zygote = pool.pids()[FRESH_SLOT]
+                (r,) = pool.run([{"task": 1, "case": case, "fresh": True}])
+                assert r.process.startswith("fresh/") and pool.pids()[FRESH_SLOT] == zygote
+    from fuzzharness.campaign.driver import ZYGOTE_AT_START_CASES as LONG
+
+    for confirm, max_cases, time_budget, eager in [(True, LONG, 0.0, True), (True, 0, 60.0, True),
+                                                   (True, LONG - 1, 0.0, False),
+                                                   (False, LONG, 0.0, False)]:
+        settings = CampaignSettings(seed=1, time_budget=time_budget, max_cases=max_cases,
+                                    confirm=confirm)
+        campaign = Campaign(tmp_path / f"{confirm}-{max_cases}", settings)
+        assert campaign._executor_config().fresh_tasks is eager, (confirm, max_cases)
+        assert campaign._fresh_pool().fresh_tasks is False  # after the run: only when needed

@@ -83,6 +83,10 @@ class ExecutorConfig:
     log_dir: Path | None = None  # worker logs (one file per worker slot)
     env: dict[str, str] | None = None  # worker environment (default: ours)
     hygiene: bool = True  # glibc allocator checks + guard zones in the workers
+    #: tasks marked "fresh" will come (a confirming campaign): the local pool starts its zygote
+    #: with the workers, so that its one-time start (~5 s of CPU) neither holds up the first
+    #: confirmation nor takes a worker's core in the middle of the run
+    fresh_tasks: bool = False
     options: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 

@@ -33,6 +33,7 @@ exits: iterate :meth:`WorkerPool.run` from a thread that outlives the pool.
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import selectors
 import signal
@@ -86,8 +87,9 @@ class WorkerPool(Executor):
         log_dir: str | os.PathLike | None = None,
         env: dict[str, str] | None = None,
         hygiene: bool = True,
+        fresh_tasks: bool = False,
     ):
-        self.n = max(1, workers)
+        self.n, self.fresh_tasks = max(1, workers), fresh_tasks
         self.timeout = timeout
         self.memory_mb = memory_mb
         self.log_dir = Path(log_dir) if log_dir else None
@@ -104,7 +106,8 @@ class WorkerPool(Executor):
     @classmethod
     def from_config(cls, config: ExecutorConfig) -> WorkerPool:
         return cls(config.workers, timeout=config.timeout, memory_mb=config.memory_mb,
-                   log_dir=config.log_dir, env=config.env, hygiene=config.hygiene)
+                   log_dir=config.log_dir, env=config.env, hygiene=config.hygiene,
+                   fresh_tasks=config.fresh_tasks)
 
     # -- lifecycle --------------------------------------------------------------------------
     def _spawn(self, slot: int) -> WorkerProcess:
@@ -136,14 +139,10 @@ class WorkerPool(Executor):
     def _retire(self, w: WorkerProcess, *, kill: bool) -> int | None:
         self._sel.unregister(w.proc.stdout)
         if kill and w.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(w.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        try:
+        with contextlib.suppress(OSError):
             w.proc.stdin.close()
-        except OSError:
-            pass
         try:
             rc = w.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -167,8 +166,9 @@ class WorkerPool(Executor):
             self._sel.close()
 
     def start(self) -> None:
-        """Start a worker in every empty slot (``run`` does it too; they get ready meanwhile)."""
-        for slot in range(self.n):
+        """Start a worker in every empty slot, and the zygote with ``fresh_tasks`` (why:
+        :class:`ExecutorConfig`); ``run`` does it too.  They get ready meanwhile."""
+        for slot in [*range(self.n), *([FRESH_SLOT] if self.fresh_tasks else [])]:
             if slot not in self._workers:
                 self._spawn(slot)
 
@@ -245,7 +245,7 @@ class WorkerPool(Executor):
             zygote = self._workers.get(FRESH_SLOT)
             if zygote is None:
                 if any(t.get("fresh") for t in self._added):
-                    self._spawn(FRESH_SLOT)  # started when first needed: ready in ~1-2 s
+                    self._spawn(FRESH_SLOT)  # started when first needed (or by start())
             elif zygote.ready and zygote.task is None and (task := pull(fresh=True)) is not None:
                 self._assign(zygote, task)
 
