@@ -19,9 +19,15 @@ bfloat16 buffers are float32, and a value is rounded to bfloat16 only when store
 bfloat16 parameter.  So a reduction into an internal bfloat16 buffer accumulates in float32
 (:meth:`Numerics.accumulation_dtype` says so) and element-wise bfloat16 arithmetic runs in
 float32 — literals included: ``T.bfloat16(1021)`` is the float32 1021 in the kernel, not
-the bfloat16 1020 (``tests/test_emulate.py`` checks it).  This holds for every schedule:
-a schedule cannot turn an internal buffer into a parameter, and the buffers it adds
-(``cache_write``, ``reindex``, ``rfactor``) are internal.
+the bfloat16 1020 (``tests/test_emulate.py`` checks it).  The buffers a schedule adds
+(``cache_write``, ``reindex``, ``rfactor``) are internal, so this holds for them.  One
+primitive moves the accumulation into a parameter: ``fuse_reduction_epilogue`` folds a bias
+into the reduction's init, and the reduction block then writes the output itself.  Into a
+bfloat16 output, the sum then accumulates in bfloat16 — the dtype the program declared for
+it, so a legal result, which the float32 bound would report (errors of a few bfloat16 ulps).
+Given the scheduled program, :meth:`Numerics.accumulation_dtype` says bfloat16 there.  An
+accumulator declared wider than the output (float32 for float16) is the contract: moved into
+a float16 output, it is still judged as float32, and the narrowing is a finding.
 """
 
 from __future__ import annotations
@@ -86,8 +92,11 @@ def blocks(func) -> dict[str, BlockInfo]:
 class Numerics:
     """What the reference needs to know about the program's arithmetic."""
 
-    def __init__(self, func, target: dict | None = None):
+    def __init__(self, func, target: dict | None = None, scheduled=None):
+        """``func``: the unscheduled program (the contract); ``scheduled``: the same program
+        after its schedule, when known (see the module doc on bfloat16)."""
         self._blocks = blocks(func)
+        self._scheduled = blocks(scheduled) if scheduled is not None else {}
         self.bf16_in_fp32 = bf16_legalized(target)
 
     def compute_dtype(self, dtype: str) -> str:
@@ -96,7 +105,8 @@ class Numerics:
 
     def accumulation_dtype(self, block: str) -> str:
         """The dtype block ``block`` accumulates in: its write buffer's, float32 for an
-        internal bfloat16 buffer where bfloat16 is computed in float32."""
+        internal bfloat16 buffer where bfloat16 is computed in float32 — unless the schedule
+        made the block write a parameter of that same dtype (the module doc)."""
         info = self._blocks.get(block)
         if info is None:
             raise KeyError(f"program has no block {block!r}; blocks: {sorted(self._blocks)}")
@@ -104,6 +114,10 @@ class Numerics:
             raise ValueError(f"block {block!r} is not a reduction")
         dt = info.write_dtypes[0]
         internal = bool(info.writes_params) and not info.writes_params[0]
+        moved = self._scheduled.get(block)
+        if moved is not None and moved.writes_params[:1] == (True,) \
+                and moved.write_dtypes[:1] == (dt,):
+            internal = False  # accumulates in a parameter of the declared dtype
         return self.compute_dtype(dt) if internal else dt
 
     def reduction_length(self, block: str) -> int:

@@ -66,3 +66,45 @@ def test_the_known_max_min_fold_is_not_claimed_for_another_fuse_reduction_epilog
                     ("site_dependence_hidden", "site_nested", "site_reduction")) is None
     assert classify("dense", fold, ("site_reduction",)) is None  # the fp16 cast
     assert classify("reduce_epilogue", fold, ("site_reduction",)) is None  # a sum: legal
+
+
+def fused_dense(label: str, k: int) -> tuple[Case, object, object]:
+    """A dense ``Y = X @ Wᵀ + bias`` (1×2×k) with the bias folded into the reduction's init:
+    the case, the declared program and the scheduled one."""
+    from tvm import s_tir
+
+    p = {"M": 1, "N": 2, "K": k, "relu": False, "dtype": label}
+    func = workloads["dense"].prim_func(p)
+    sch = s_tir.Schedule(func)
+    state = ScheduleState(sch, draws.for_case(0, 0, "fuse"), ScheduleOptions(known_site_permille=0))
+    FuseReductionEpilogue().propose(state)()
+    case = Case(workload={"name": "dense", "params": p}, inputs={"distribution": "normal", "seed": 1},
+                schedule={"source": "hand", "trace": trace_to_json(sch.trace)},
+                target={"kind": "llvm"}, pass_config={})
+    return case, func, sch.mod["main"]
+
+
+def test_a_bias_folded_into_a_bfloat16_output_accumulates_as_declared():
+    """Both sides of what the fold may do to the accumulator.  bfloat16 dense: ``D`` is
+    declared bfloat16, and TVM keeps an internal bfloat16 buffer in float32; folded, the sum
+    accumulates in the bfloat16 output ``Y`` — the declared dtype, so legal (before, the
+    float32 bound reported it: input seed 5, error/bound 1.14).  float16 inputs with a float32
+    accumulator and a float16 output: folded, the float32 accumulator is gone, and that stays
+    a wrong result (the bug fuse_reduction_epilogue's fp16 cast)."""
+    import dataclasses
+
+    from fuzzharness.oracles.program import Numerics
+
+    case, func, fused = fused_dense("bfloat16", 3)
+    assert Numerics(func).accumulation_dtype("dense") == "float32"
+    assert Numerics(func, None, func).accumulation_dtype("dense") == "float32"  # not folded
+    assert Numerics(func, None, fused).accumulation_dtype("dense") == "bfloat16"
+    for seed in range(1, 9):
+        c = dataclasses.replace(case, inputs={"distribution": "normal", "seed": seed})
+        v = execute(c).verdict
+        assert v.status is Status.PASS, (seed, v.line())
+
+    case, func, fused = fused_dense("float16-acc32-out16", 64)
+    assert Numerics(func, None, fused).accumulation_dtype("dense") == "float32"
+    v = execute(case).verdict
+    assert v.status is Status.WRONG_RESULT, v.line()

@@ -108,18 +108,20 @@ class Runs:
     details: dict[str, Any]
 
 
-def judge_runs(workload, case, func, order, expected, inputs, outputs, others) -> Runs:
+def judge_runs(workload, case, func, order, expected, inputs, outputs, others,
+               program: Numerics) -> Runs:
     """Judge every run by every registered check (see the module docstring).
 
     ``expected``: the first run's references (bound or exact mode, as the case asks);
-    ``others``: ``(input set, label, inputs, outputs)`` of each other run.
+    ``others``: ``(input set, label, inputs, outputs)`` of each other run; ``program``: what
+    the references read from the program (the first run's).
     """
     details: dict[str, Any] = {}
     runs = {"first": RunData("first", case, func, order, inputs, outputs, expected,
                              case.oracle.get("mode") == "exact")}
     for name, label, inputs2, outputs2 in others:
         with np.errstate(all="ignore"), target_math.applied(case.target):
-            expected2 = workload.reference(case.params, inputs2, Numerics(func, case.target))
+            expected2 = workload.reference(case.params, inputs2, program)
         runs[name] = RunData(name, case, func, order, inputs2, outputs2, expected2,
                              label == "exact")
         details[f"{name}_run"] = input_sets[name].details(case, label)

@@ -101,21 +101,22 @@ def run_case(execution: Execution, result: CaseRun) -> None:
                     if (k := relayout.unfilled_padding(layouts, n, r))}
         # special-value inputs make nan/inf on purpose; the target's math decides the
         # bounds of divisions, square roots and library functions (oracles/target_math.py)
+        scheduled = sch.mod["main"]
+        # a simulated miscompilation (kernel_source) is analysed as the schedule of the
+        # declared program, as a real miscompilation's scheduled IR would be
+        analysed = scheduled if kernel_func is func else replay_trace(func, case.trace).mod["main"]
+        program = Numerics(func, case.target, analysed)
         with np.errstate(all="ignore"), target_math.applied(case.target):
-            expected = workload.reference(case.params, inputs, Numerics(func, case.target))
+            expected = workload.reference(case.params, inputs, program)
         exact = case.oracle.get("mode") == "exact"
         if exact:
             expected = {name: bounds.exact_mode(e) for name, e in expected.items()}
         # all-zero bounds (integers, max, copies) already demand bitwise equality
         exact = exact or not any(e.bound.any() for e in expected.values())
         result.expected = expected
-        scheduled = sch.mod["main"]
-        # a simulated miscompilation (kernel_source) is analysed as the schedule of the
-        # declared program, as a real miscompilation's scheduled IR would be
-        analysed = scheduled if kernel_func is func else replay_trace(func, case.trace).mod["main"]
         order = accumulation_order(func, analysed)
         runs = second_run.judge_runs(workload, case, func, order, expected, inputs, outputs,
-                                     others)
+                                     others, program)
         j = runs.judgement
         judged = Judged(case, func, order, expected, outputs, j, structural_equal(func, scheduled),
                         exact, runs.bitwise_first, execution.baseline_policy, runs.base_judge)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from fuzzharness.core.case import Case
-from fuzzharness.core.tvm_support import parse_prim_func
+from fuzzharness.core.tvm_support import parse_prim_func, replay_trace
 from fuzzharness.execution import relayout
 from fuzzharness.generators.inputs import make_inputs
 from fuzzharness.generators.workloads import workloads
@@ -55,6 +55,17 @@ def program_source(workload, params: dict[str, Any]) -> str:
     return text.strip("\n") + "\n"
 
 
+def program_numerics(case: Case) -> Numerics:
+    """What the references read from the program, as the campaign's run read it: the declared
+    program and its schedule's (:class:`~fuzzharness.oracles.program.Numerics`)."""
+    func = workloads[case.workload_name].prim_func(case.params)
+    try:
+        scheduled = replay_trace(func, case.trace).mod["main"] if case.trace else None
+    except Exception:  # noqa: BLE001 - a schedule that fails has built nothing to judge
+        scheduled = None
+    return Numerics(func, case.target, scheduled)
+
+
 def expectation(case: Case, verdict=None) -> Expectation:
     """What the harness compared the kernel with.  With the ``verdict`` of a failure decided
     by the second input set or by the same-order emulation (``details["decided_by"]``,
@@ -68,7 +79,7 @@ def expectation(case: Case, verdict=None) -> Expectation:
     specs, outs = wl.inputs(case.params), wl.outputs(case.params)
     inputs = make_inputs(specs, case.inputs["distribution"], case.inputs["seed"])
     with np.errstate(all="ignore"), target_math.applied(case.target):
-        expected = wl.reference(case.params, inputs, Numerics(wl.prim_func(case.params), case.target))
+        expected = wl.reference(case.params, inputs, program_numerics(case))
     exact = case.oracle.get("mode") == "exact"
     if exact:
         to_exact = getattr(bounds, "exact_mode", None)
@@ -92,8 +103,7 @@ def _decisive(case, wl, specs, decided: str, verdict, inputs, expected, exact):
         _, inputs = input_sets[run.group(1)].inputs(case, wl, specs)
         exact = False
         with np.errstate(all="ignore"), target_math.applied(case.target):
-            expected = wl.reference(case.params, inputs,
-                                    Numerics(wl.prim_func(case.params), case.target))
+            expected = wl.reference(case.params, inputs, program_numerics(case))
     if decided.startswith("emulation"):
         d = verdict.details or {}
         # the check's own mode; verdicts stored before it was recorded: same order where kept
@@ -191,7 +201,7 @@ def _formula_body(case: Case, e: Expectation) -> list[str] | None:
     body.append("# the operator's definition, in float64:")
     body += defined
     results = []
-    program = Numerics(workloads[case.workload_name].prim_func(case.params), case.target)
+    program = program_numerics(case)
     for o in e.output_specs:
         exp = e.expected[o.name]
         body.append(f"value = np.asarray({o.name}, dtype=np.float64)")
