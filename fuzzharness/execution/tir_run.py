@@ -99,13 +99,13 @@ def run_case(execution: Execution, result: CaseRun) -> None:
                      if not np.array_equal(a, kernel_in[s.name], equal_nan=True)]
         unpadded = {n: k for n, r in raw.items()
                     if (k := relayout.unfilled_padding(layouts, n, r))}
-        # special-value inputs make nan/inf on purpose; the target's math decides the
-        # bounds of divisions, square roots and library functions (oracles/target_math.py)
         scheduled = sch.mod["main"]
         # a simulated miscompilation (kernel_source) is analysed as the schedule of the
         # declared program, as a real miscompilation's scheduled IR would be
         analysed = scheduled if kernel_func is func else replay_trace(func, case.trace).mod["main"]
         program = Numerics(func, case.target, analysed)
+        # special-value inputs make nan/inf on purpose; the target's math decides the
+        # bounds of divisions, square roots and library functions (oracles/target_math.py)
         with np.errstate(all="ignore"), target_math.applied(case.target):
             expected = workload.reference(case.params, inputs, program)
         exact = case.oracle.get("mode") == "exact"

@@ -47,6 +47,7 @@ class Expectation:
     expected: dict[str, Any]  # output name → fuzzharness.oracles.bounds.Expected
     layouts: dict[str, Any]  # parameter → fuzzharness.execution.relayout.Layout
     exact: bool
+    program: Any  # what the references read from the program (program_numerics)
 
 
 def program_source(workload, params: dict[str, Any]) -> str:
@@ -78,8 +79,9 @@ def expectation(case: Case, verdict=None) -> Expectation:
     func = parse_prim_func(source)
     specs, outs = wl.inputs(case.params), wl.outputs(case.params)
     inputs = make_inputs(specs, case.inputs["distribution"], case.inputs["seed"])
+    program = program_numerics(case)
     with np.errstate(all="ignore"), target_math.applied(case.target):
-        expected = wl.reference(case.params, inputs, program_numerics(case))
+        expected = wl.reference(case.params, inputs, program)
     exact = case.oracle.get("mode") == "exact"
     if exact:
         to_exact = getattr(bounds, "exact_mode", None)
@@ -92,18 +94,18 @@ def expectation(case: Case, verdict=None) -> Expectation:
     decided = str(((verdict.details or {}) if verdict is not None else {}).get("decided_by", ""))
     if decided:
         inputs, expected, exact = _decisive(case, wl, specs, decided, verdict, inputs, expected,
-                                            exact)
-    return Expectation(func, source, specs, outs, inputs, expected, layouts, exact)
+                                            exact, program)
+    return Expectation(func, source, specs, outs, inputs, expected, layouts, exact, program)
 
 
-def _decisive(case, wl, specs, decided: str, verdict, inputs, expected, exact):
+def _decisive(case, wl, specs, decided: str, verdict, inputs, expected, exact, program):
     """(inputs, expected, exact) of the check that decided ``verdict`` (see expectation)."""
     run = re.search(r"\((\w+) run\)", decided)
     if run and run.group(1) != "first":  # another input set decided: its inputs
         _, inputs = input_sets[run.group(1)].inputs(case, wl, specs)
         exact = False
         with np.errstate(all="ignore"), target_math.applied(case.target):
-            expected = wl.reference(case.params, inputs, program_numerics(case))
+            expected = wl.reference(case.params, inputs, program)
     if decided.startswith("emulation"):
         d = verdict.details or {}
         # the check's own mode; verdicts stored before it was recorded: same order where kept
@@ -201,7 +203,7 @@ def _formula_body(case: Case, e: Expectation) -> list[str] | None:
     body.append("# the operator's definition, in float64:")
     body += defined
     results = []
-    program = program_numerics(case)
+    program = e.program
     for o in e.output_specs:
         exp = e.expected[o.name]
         body.append(f"value = np.asarray({o.name}, dtype=np.float64)")
