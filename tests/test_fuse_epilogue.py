@@ -108,3 +108,40 @@ def test_a_bias_folded_into_a_bfloat16_output_accumulates_as_declared():
     assert Numerics(func, None, fused).accumulation_dtype("dense") == "float32"
     v = execute(case).verdict
     assert v.status is Status.WRONG_RESULT, v.line()
+
+
+def test_a_folded_bias_is_judged_as_one_more_term_of_the_sum():
+    """Both sides of the bound for ``Y = bias + Σ x·w`` (the fold, legal) at K=3, where the
+    bias is most of each partial sum.  Folded float16 dense and float16-acc32 fused epilogues:
+    the inputs the unfolded bound ``γΣ|t| + u|D + b|`` reported (error/bound 1.08-1.56, the
+    false alarms) pass.  float16-acc32-out16 folded: the float32 accumulator becomes the
+    float16 output, and two inputs at error/bound 1.59 and 1.66 stay wrong results."""
+    import dataclasses
+
+    from fuzzharness.oracles.program import Numerics
+
+    case, func, fused = fused_dense("float16", 3)
+    assert Numerics(func, None, fused).folds("dense", "add_0")
+    assert not Numerics(func, None, func).folds("dense", "add_0")  # an unfolded schedule
+    assert not Numerics(func).folds("dense", "add_0")  # the scheduled program not known
+    for dist, seed in (("normal", 7), ("normal", 18), ("wide_range", 2), ("wide_range", 20)):
+        v = execute(dataclasses.replace(case, inputs={"distribution": dist, "seed": seed})).verdict
+        assert v.status is Status.PASS, (dist, seed, v.line())
+
+    from tvm import s_tir
+
+    p = {"M": 2, "N": 2, "K": 2, "steps": [{"op": "add", "arg": "bias"}], "dtype": "float16-acc32"}
+    sch = s_tir.Schedule(workloads["fused_epilogue"].prim_func(p))
+    state = ScheduleState(sch, draws.for_case(0, 0, "fuse"), ScheduleOptions(known_site_permille=0))
+    FuseReductionEpilogue().propose(state)()
+    case = Case(workload={"name": "fused_epilogue", "params": p}, inputs={},
+                schedule={"source": "hand", "trace": trace_to_json(sch.trace)},
+                target={"kind": "llvm"}, pass_config={})
+    for dist, seed in (("wide_range", 2), ("wide_range", 13), ("normal", 39)):
+        v = execute(dataclasses.replace(case, inputs={"distribution": dist, "seed": seed})).verdict
+        assert v.status is Status.PASS, (dist, seed, v.line())
+
+    case, func, fused = fused_dense("float16-acc32-out16", 3)
+    for seed in (2, 3):
+        v = execute(dataclasses.replace(case, inputs={"distribution": "wide_range", "seed": seed})).verdict
+        assert v.status is Status.WRONG_RESULT, (seed, v.line())

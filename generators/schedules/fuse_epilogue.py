@@ -3,7 +3,9 @@
 Only the linear ``Bias`` pattern (``out = reduction + bias``) is proposed.  TVM documents that
 the non-linear patterns it also accepts (BiasReLU, Clipping) *change the result* — the clamp
 is applied per reduction step, not once — so fusing them is a request for different numbers,
-not a miscompile; the harness would report its own wish as a TVM bug.
+not a miscompile; the harness would report its own wish as a TVM bug.  The Bias fold itself
+reassociates ``(Σ t_i) + b`` into ``b + Σ t_i``; the workloads' references bound it as a sum of
+k + 1 terms (:func:`fuzzharness.generators.workloads.chain.reduction_then`).
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ import dataclasses
 import math
 from collections.abc import Callable
 
+import numpy as np
+
 from fuzzharness.oracles import bounds, numerics
 from fuzzharness.oracles.bounds import Approx
 
@@ -119,6 +121,35 @@ def reference(steps: list[dict], first: Approx, operands: dict[str, Approx], com
         b = bounds.cast(operands[step["arg"]], compute) if op.arity == 2 else None
         acc = op.bound(acc, b, compute)
     return acc
+
+
+def first_block(steps: list[dict]) -> str | None:
+    """The name of step 0's block (None: no steps)."""
+    return f"{steps[0]['op']}_0" if steps else None
+
+
+def reduction_then(steps: list[dict], value, abs_sum, k: int, *, acc: str, products: bool,
+                   operands: dict[str, Approx], folded: bool) -> Approx:
+    """A k-term sum in ``acc`` (:func:`fuzzharness.oracles.bounds.accumulate`: ``value`` and
+    ``abs_sum`` = ``Σ|t_i|`` in float64), then the chain.
+
+    ``folded``: the schedule folded step 0 into the sum (``fuse_reduction_epilogue``, read by
+    :meth:`fuzzharness.oracles.program.Numerics.folds`): its operand is the sum's init, so
+    the reduction computes ``b + Σ t_i`` — ``k + 1`` terms, the operand rounded with every
+    partial sum — and the chain goes on from step 1.  Only ``+ operand`` folds (the
+    generator proposes TVM's linear Bias pattern alone), and only into a sum: folding it into
+    a max or a min is a wrong result, which the caller's unfolded reference reports.
+    """
+    if folded:
+        if not steps or steps[0]["op"] != "add":
+            raise ValueError(f"a folded epilogue must start with + operand, not {steps[:1]}")
+        b = bounds.cast(operands[steps[0]["arg"]], acc)  # the init loads it in acc
+        value, abs_sum = value + b.value, abs_sum + np.abs(b.value)
+        k, steps = k + 1, steps[1:]
+    r = bounds.accumulate(value, abs_sum, k, acc_dtype=acc, products=products)
+    if folded and np.any(b.err):  # a narrowing load: its error enters the sum as it is
+        r = dataclasses.replace(r, err=r.err + b.err)
+    return reference(steps, r, operands, acc)
 
 
 Magnitude = Callable[[float], float]

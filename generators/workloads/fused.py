@@ -106,8 +106,8 @@ def main(A: {buf((M, K), din)}, B: {buf((K, N), din)}{extra}, out: {buf((M, N), 
         din, _, dout = DTYPE_LABELS[p["dtype"]]
         a, b = as_f64(inputs["A"]), as_f64(inputs["B"])
         acc = numerics_.accumulation_dtype("C")
-        c = bounds.accumulate(dot(a, b), dot(np.abs(a), np.abs(b)), p["K"], acc_dtype=acc,
-                              products=True)
         operands = {n: Approx.exact(inputs[n], din) for n in self._used(p)}
-        y = chain.reference(p["steps"], c, operands, acc)
+        folded = numerics_.folds("C", chain.first_block(p["steps"]))
+        y = chain.reduction_then(p["steps"], dot(a, b), dot(np.abs(a), np.abs(b)), p["K"],
+                                 acc=acc, products=True, operands=operands, folded=folded)
         return {"out": bounds.to_expected(y, dout, "fused_epilogue")}

@@ -121,14 +121,17 @@ def main(A: {buf((M, N), din)}{extra}, out: {buf((M,), dout)}):
         din, acc, dout = self.io_dtypes(p)
         a = as_f64(inputs["A"])
         op = p["op"]
-        if op == "sum":
-            r = bounds.accumulate(a.sum(axis=1), np.abs(a).sum(axis=1), p["N"],
-                                  acc_dtype=numerics_.accumulation_dtype("red"), products=False)
-        elif op == "max":
+        operands = {n: Approx.exact(inputs[n], din) for n in self._used(p)}
+        if op == "sum":  # folding the first step into a max's or min's init is a bug: see chain
+            y = chain.reduction_then(p["steps"], a.sum(axis=1), np.abs(a).sum(axis=1), p["N"],
+                                     acc=numerics_.accumulation_dtype("red"), products=False,
+                                     operands=operands,
+                                     folded=numerics_.folds("red", chain.first_block(p["steps"])))
+            return {"out": bounds.to_expected(y, dout, "reduce_epilogue")}
+        if op == "max":
             r = Approx.exact(np.maximum(a.max(axis=1), lowest_value(acc)), acc)
         else:
             top = -lowest_value(acc) if numerics.is_float(acc) else numerics.int_range(acc)[1]
             r = Approx.exact(np.minimum(a.min(axis=1), top), acc)
-        operands = {n: Approx.exact(inputs[n], din) for n in self._used(p)}
         y = chain.reference(p["steps"], r, operands, acc)
         return {"out": bounds.to_expected(y, dout, "reduce_epilogue")}
