@@ -54,6 +54,7 @@ class BlockInfo:
     write_dtypes: tuple[str, ...]
     reduction_extents: tuple[int, ...]
     writes_params: tuple[bool, ...] = ()  # per write: is the buffer a function parameter
+    init_loads: bool = False  # its init, or its whole body when it has none, loads a buffer
 
     @property
     def is_reduction(self) -> bool:
@@ -80,6 +81,7 @@ def blocks(func) -> dict[str, BlockInfo]:
     """Every named SBlock of ``func`` (the implicit root excluded)."""
     import tvm_ffi
     from tvm import s_tir
+    from tvm.ir.expr import TensorLoad
 
     params = frozenset(str(p.name) for p in func.params)
     found: dict[str, BlockInfo] = {}
@@ -92,7 +94,11 @@ def blocks(func) -> dict[str, BlockInfo]:
         )
         dtypes = tuple(str(w.source.dtype) for w in block.writes)
         is_param = tuple(str(w.source.name) in params for w in block.writes)
-        found[str(block.name_hint)] = BlockInfo(str(block.name_hint), dtypes, red, is_param)
+        loads: list = []
+        tvm_ffi.structural_walk(block.init if block.init is not None else block.body,
+                                [(TensorLoad, loads.append)])
+        found[str(block.name_hint)] = BlockInfo(str(block.name_hint), dtypes, red, is_param,
+                                                bool(loads))
 
     tvm_ffi.structural_walk(func, [(s_tir.SBlock, visit)])
     return found
@@ -123,7 +129,7 @@ class Numerics:
             raise ValueError(f"block {block!r} is not a reduction")
         dt = info.write_dtypes[0]
         internal = bool(info.writes_params) and not info.writes_params[0]
-        moved = self._scheduled.get(block)
+        moved = self._scheduled_reduction(block)
         if moved is not None and moved.writes_params[:1] == (True,) \
                 and moved.write_dtypes[:1] == (dt,):
             internal = False  # accumulates in a parameter of the declared dtype
@@ -132,15 +138,26 @@ class Numerics:
     def reduction_length(self, block: str) -> int:
         return self._blocks[block].reduction_length
 
+    def _scheduled_reduction(self, block: str) -> BlockInfo | None:
+        """Reduction ``block`` in the scheduled program (``X_update`` after
+        ``decompose_reduction``)."""
+        return self._scheduled.get(block) or self._scheduled.get(f"{block}_update")
+
     def folds(self, block: str, epilogue: str | None) -> bool:
         """Whether the schedule folded block ``epilogue`` — the elementwise block that reads
         reduction ``block``'s result — into ``block`` (``fuse_reduction_epilogue``: its
         operand becomes the reduction's init, see the module doc).  Read from the scheduled
-        program: ``block`` is still there and ``epilogue`` is gone.  No other primitive
-        removes a reduction's consumer: ``compute_inline`` removes producers, and TVM's
-        ``reverse_compute_inline`` refuses a reduction as the producer."""
-        return (block in self._scheduled and epilogue in self._blocks
-                and epilogue not in self._scheduled)
+        program: ``epilogue`` is gone, ``block`` is still a reduction, and its init loads a
+        buffer (or, after ``decompose_reduction``, the separate ``X_init`` block does) where
+        the declared init stores a constant.  A gone epilogue alone is not enough: dlight
+        inlines one into a unit reduction whose reduction axis ``transform_block_layout``
+        removed, adding the operand in the init *and* in the body (the known bug
+        dlight-epilogue-inlined-into-unit-reduction)."""
+        red = self._scheduled_reduction(block)
+        init = self._scheduled.get(f"{block}_init")
+        return (red is not None and red.is_reduction and epilogue in self._blocks
+                and epilogue not in self._scheduled
+                and (red.init_loads if red.name == block else init is not None and init.init_loads))
 
     @property
     def block_names(self) -> list[str]:

@@ -118,17 +118,29 @@ def test_a_folded_bias_is_judged_as_one_more_term_of_the_sum():
     float16 output, and two inputs at error/bound 1.59 and 1.66 stay wrong results."""
     import dataclasses
 
+    from tvm import s_tir
+
     from fuzzharness.oracles.program import Numerics
 
     case, func, fused = fused_dense("float16", 3)
     assert Numerics(func, None, fused).folds("dense", "add_0")
     assert not Numerics(func, None, func).folds("dense", "add_0")  # an unfolded schedule
     assert not Numerics(func).folds("dense", "add_0")  # the scheduled program not known
+    for f in (fused, func):  # decomposed: the init moves to dense_init, the sum to dense_update
+        sch = s_tir.Schedule(f)
+        sch.decompose_reduction(sch.get_sblock("dense"), sch.get_loops(sch.get_sblock("dense"))[2])
+        assert Numerics(func, None, sch.mod["main"]).folds("dense", "add_0") is (f is fused)
+    # no fold: an epilogue inlined into a unit reduction whose reduction axis is gone (how
+    # dlight does it: the known bug dlight-epilogue-inlined-into-unit-reduction)
+    q = {"M": 2, "N": 2, "K": 1, "steps": [{"op": "add", "arg": "bias"}], "dtype": "float32"}
+    sch = s_tir.Schedule(workloads["fused_epilogue"].prim_func(q))
+    sch.transform_block_layout(sch.get_sblock("C"), lambda i, j, k: (i, j))
+    sch.reverse_compute_inline(sch.get_sblock("add_0"))
+    assert not Numerics(workloads["fused_epilogue"].prim_func(q), None,
+                        sch.mod["main"]).folds("C", "add_0")
     for dist, seed in (("normal", 7), ("normal", 18), ("wide_range", 2), ("wide_range", 20)):
         v = execute(dataclasses.replace(case, inputs={"distribution": dist, "seed": seed})).verdict
         assert v.status is Status.PASS, (dist, seed, v.line())
-
-    from tvm import s_tir
 
     p = {"M": 2, "N": 2, "K": 2, "steps": [{"op": "add", "arg": "bias"}], "dtype": "float16-acc32"}
     sch = s_tir.Schedule(workloads["fused_epilogue"].prim_func(p))
