@@ -127,11 +127,11 @@ def main(A: {buf((M, N), din)}{extra}, out: {buf((M,), dout)}):
                                      acc=numerics_.accumulation_dtype("red"), products=False,
                                      operands=operands,
                                      folded=numerics_.folds("red", chain.first_block(p["steps"])))
-            return {"out": bounds.to_expected(y, dout, "reduce_epilogue")}
-        if op == "max":
+        elif op == "max":
             r = Approx.exact(np.maximum(a.max(axis=1), lowest_value(acc)), acc)
+            y = chain.reference(p["steps"], r, operands, acc)
         else:
             top = -lowest_value(acc) if numerics.is_float(acc) else numerics.int_range(acc)[1]
             r = Approx.exact(np.minimum(a.min(axis=1), top), acc)
-        y = chain.reference(p["steps"], r, operands, acc)
+            y = chain.reference(p["steps"], r, operands, acc)
         return {"out": bounds.to_expected(y, dout, "reduce_epilogue")}
