@@ -655,3 +655,29 @@ def test_a_repro_checks_the_padding_transform_layout_promised(tmp_path):
     run = run_script(tmp_path / "fixed.py")
     assert run.exit_code == 0, run.output
     assert "padding not filled" not in run.output and "RESULT: fixed" in run.output
+
+
+def test_a_reference_of_inf_and_nan_inputs_computes_without_numpy_warnings(tmp_path):
+    """Special-value inputs are drawn on purpose (their bound is inf where the model cannot
+    judge); the script's float64 definition gives their IEEE results silently, so an issue's
+    output shows no "invalid value encountered in matmul" — and the same bits as the harness."""
+    import runpy
+    import warnings
+
+    from fuzzharness.kinds.tir.reference import expectation
+
+    case = scheduled("batch_matmul", {"K": 3, "M": 8, "N": 4, "batch": 1, "dtype": "float32",
+                                      "transpose_a": False, "transpose_b": False},
+                     lambda sch: None, oracle="bound", distribution="special_values")
+    verdict = execute(case).verdict
+    verdict.status = Status.WRONG_RESULT  # only the text is checked here
+    s = write_script(case, verdict, bucket="x", signature=None, versions=versions())
+    (tmp_path / "repro.py").write_text(s.text)
+    ns = runpy.run_path(str(tmp_path / "repro.py"), run_name="imported")
+    x = ns["make_inputs"]()
+    assert not all(np.isfinite(a).all() for a in x.values())  # the case has inf/nan inputs
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = ns["reference"](x)
+    e = expectation(case)
+    assert arrays.same_bits(got["C"][0], e.expected["C"].value)
