@@ -510,6 +510,46 @@ def test_a_defect_made_before_the_first_failing_step_is_blamed_on_its_step():
     assert now[copy]["known"] is None and now[pad_max]["known"] is None
 
 
+def reindex_copy_outside_domain(sch):
+    """batch_matmul (README campaign, bucket 8483dbb9, minimized): C's layout flattened, a
+    cache_write copy split by 7 (5 x 7 over 32 elements: guarded by a T.where), then
+    reindex_cache_read of that copy — whose new block runs over all 35 positions with no
+    T.where, reading and writing past the end of its buffers."""
+    c = sch.get_sblock("C")
+    sch.transform_layout(c, ("write", 0), lambda b, i, j: (b, i * 4 + j))
+    copy = sch.cache_write(c, 0, "global")
+    sch.split(sch.get_loops(copy)[1], [None, 7])
+    sch.reindex_cache_read(sch.get_sblock("C_global"), 0, "local", lambda a, b: (b, a))
+
+
+@pytest.mark.slow
+def test_a_located_defect_makes_the_schedule_the_culprit_not_the_pass_a_probe_implicates(tmp_path):
+    """The pass probe finds this output right with tirx.LowerTVMBuiltin disabled (the README
+    campaign's title blamed it), but the scheduled program is already wrong: disabling a pass
+    only moves where the out-of-domain stores land.  The repro names the schedule: the title
+    says which step left which defect, the hints say why no pass is blamed, no fix test runs,
+    and no "IR given to <pass>" is shown.  (The other side, a pass named when no defect is
+    located: test_a_culprit_is_named_only_when_a_fix_test_confirms_it.)"""
+    params = {"K": 3, "M": 8, "N": 4, "batch": 1, "dtype": "float32",
+              "transpose_a": False, "transpose_b": False}
+    case = scheduled("batch_matmul", params, reindex_copy_outside_domain)
+    _, outcome = repro_of(case, tmp_path / "copy", triage=True)
+    finding = json.loads((outcome.dir / "finding.json").read_text())
+    t = outcome.triage
+    assert outcome.reproduced and t.culprit_step == "reindex_cache_read", t
+    assert t.located == ["binding_outside_domain"], t
+    assert t.implicated, t  # the probe did implicate a pass: the case this guards against
+    assert finding["culprit"] == "schedule" and finding["root_cause_fields"]["culprit"] == "schedule"
+    assert not any("fix test" in n for n in outcome.record["notes"]), outcome.record["notes"]
+    assert finding["title"].startswith("[Bug] [TIR][Schedule] sch.reindex_cache_read leaves a "
+                                       "block running outside its domain"), finding["title"]
+    assert t.implicated[0].rsplit(".", 1)[-1] not in finding["title"], finding["title"]
+    issue = (outcome.dir / "issue.md").read_text()
+    assert "the scheduled program is already wrong: after `sch.reindex_cache_read`" in issue
+    assert f"`{t.implicated[0]}` disabled, which only moves" in issue
+    assert "IR given to" not in issue
+
+
 #: camp16 (seed 17) bucket 746e6258, minimized: pad_einsum of a cache_read block compute_at'ed
 #: under pool2d's pad loop that also carries a software pipeline (two annotate instructions)
 PIPELINED_PAD_EINSUM = {

@@ -310,6 +310,22 @@ def test_the_culprit_a_pass_probe_names():
     assert culprit_of(Probe(passes=()), "wrong_result") == ""  # the probe could not run
     assert culprit_of(Probe(raised_in="tirx.StorageRewrite"), "compile_error") == "tirx.StorageRewrite"
     assert culprit_of(Probe(), "compile_error") == "" and culprit_of(None, "wrong_result") == ""
+    # a defect located in the scheduled program: the schedule, whatever pass was implicated
+    located = Probe(implicated=["tirx.AnnotateEntryFunc"])
+    located.located = ["binding_outside_domain"]
+    assert culprit_of(located, "wrong_result") == culprit_of(located, "crash") == SCHEDULE_CULPRIT
+    located.raised_in = "tirx.StorageRewrite"  # a pass that raised is its own evidence
+    assert culprit_of(located, "compile_error") == "tirx.StorageRewrite"
+
+
+def test_a_located_defect_counts_only_at_a_culprit_step_and_without_a_route_free_mechanism():
+    from fuzzharness.buckets.root_causes import located_mechanisms
+
+    made = ("binding_outside_domain", "reduction_init_missing")
+    assert located_mechanisms("pad_einsum", made, ()) == ("binding_outside_domain",)
+    assert located_mechanisms("", made, ()) == ()  # no culprit step
+    assert located_mechanisms("pad_einsum", made, ("alloc_in_vectorized_loop",)) == ()
+    assert located_mechanisms("pad_einsum", ("reduction_init_missing",), ()) == ()
 
 
 def test_severity_first_then_new_before_probably_known_then_frequency():

@@ -210,9 +210,7 @@ class RootCause:
     @property
     def located(self) -> tuple[str, ...]:
         """The :data:`LOCATED_MECHANISMS` the culprit step made (none without a step)."""
-        if not self.step or any(f in MECHANISM_FACTS for f in self.facts):
-            return ()
-        return tuple(f for f in self.step_facts if f in LOCATED_MECHANISMS)
+        return located_mechanisms(self.step, self.step_facts, self.facts)
 
     def identity(self) -> dict[str, Any]:
         """What the key is a hash of: the evidence the module docstring lists, per type."""
@@ -361,15 +359,33 @@ def mechanism_key(sig: Signature) -> str | None:
     return rc.key if rc.evidence == "ir_shape" else None
 
 
+def located_mechanisms(step: str, step_facts, facts) -> tuple[str, ...]:
+    """The :data:`LOCATED_MECHANISMS` among the facts of the prefix ending with the culprit
+    ``step`` — none without a step, or when the case's own ``facts`` hold a route-free
+    mechanism (that bug explains the failure, wherever a block went out of its domain)."""
+    if not step or any(f in MECHANISM_FACTS for f in facts):
+        return ()
+    return tuple(f for f in step_facts if f in LOCATED_MECHANISMS)
+
+
+#: symptoms a located defect explains: its out-of-domain accesses give garbage or a crash
+_LOCATED_SYMPTOMS = (*WRONG_STATUSES, "crash")
+
+
 def culprit_of(triage: Any, symptom: str) -> str:
     """The culprit a pass probe (:class:`fuzzharness.kinds.tir.pass_bisect.Triage`) names:
-    the pass that raised, the first pass whose removal makes the output right, or
-    :data:`SCHEDULE_CULPRIT` when a wrong output survives disabling each pass; ``""`` when
-    nothing was probed or the probe could not tell."""
+    the pass that raised; :data:`SCHEDULE_CULPRIT` when the triage located a defect in the
+    scheduled program (``triage.located``: a block left running outside its domain — the
+    program is wrong before any pass runs, and disabling a pass only moves where its
+    out-of-domain accesses land, so a pass the probe implicated is chance); the first pass
+    whose removal makes the output right; :data:`SCHEDULE_CULPRIT` when a wrong output
+    survives disabling each pass; ``""`` when nothing was probed or the probe could not tell."""
     if triage is None:
         return ""
     if getattr(triage, "raised_in", None):
         return str(triage.raised_in)
+    if symptom in _LOCATED_SYMPTOMS and getattr(triage, "located", None):
+        return SCHEDULE_CULPRIT
     implicated = getattr(triage, "implicated", None) or []
     if implicated:
         return str(implicated[0])

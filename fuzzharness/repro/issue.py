@@ -45,7 +45,7 @@ def short_message(message: str, limit: int = 100) -> str:
 
 
 def title(case: Case, verdict: Verdict, failing_call: str | None = None,
-          raised_in: str | None = None, culprit: str = "") -> str:
+          raised_in: str | None = None, culprit: str = "", defect: str = "") -> str:
     """The issue title: what goes wrong, the culprit — the lowering pass (``culprit``, found by
     the pass probe) or the schedule primitives — and whether TVM should have refused the
     schedule.
@@ -56,6 +56,9 @@ def title(case: Case, verdict: Verdict, failing_call: str | None = None,
     * a wrong output that no single disabled pass makes right: the scheduled program itself is
       wrong, so the primitives either applied to a case they do not support — "should raise a
       ScheduleError" — or transformed it incorrectly;
+    * a wrong output or a kernel crash whose triage located the ``defect`` a schedule step left
+      in the scheduled program (e.g. "sch.pad_einsum leaves a block running outside its
+      domain"): that step, whatever a pass probe said;
     * not probed: what went wrong after which calls, and (for a schedule) the first sentence."""
     kind = issue_kind(case)
     tag = kind.tag
@@ -65,6 +68,10 @@ def title(case: Case, verdict: Verdict, failing_call: str | None = None,
         prims = failing_call.split("(", 1)[0]
     where = kind.describe(case)
     status = verdict.status.value
+    if defect and culprit == SCHEDULE_CULPRIT:
+        what = {"wrong_result": "computes a wrong result", "nan_inf": "computes nan/inf"}.get(
+            status, f"crashes ({verdict.details.get('signal') or verdict.details.get('kind') or status})")
+        return f"[Bug] {tag}[Schedule] {defect} (after {prims}), and the program {what}: {where}"
     if status in ("wrong_result", "nan_inf"):
         what = "a wrong result" if status == "wrong_result" else "nan/inf"
         if culprit == SCHEDULE_CULPRIT:
@@ -241,8 +248,8 @@ def issue_markdown(*, case: Case, verdict: Verdict, bucket: str, signature: Sign
     if triage is not None and triage.scheduled_tir:
         out += ["", "<details><summary>Scheduled TIR (before lowering)</summary>", "",
                 _fence(triage.scheduled_tir, "python"), "", "</details>"]
-    if triage is not None and triage.ir_before:
-        p = triage.first_wrong_pass
+    p = triage.first_wrong_pass if triage is not None else None
+    if p and triage.ir_before:  # not when a located defect makes the pass a bystander
         out += ["", f"<details><summary>IR given to {p}</summary>", "",
                 _fence(triage.ir_before, "python"), "", "</details>"]
         if triage.ir_after:

@@ -16,7 +16,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from fuzzharness.buckets.root_causes import SCHEDULE_CULPRIT, RootCause, culprit_of, root_cause
+from fuzzharness.buckets.root_causes import (
+    LOCATED_MECHANISMS,
+    SCHEDULE_CULPRIT,
+    RootCause,
+    culprit_of,
+    located_mechanisms,
+    root_cause,
+)
 from fuzzharness.buckets.signatures import Signature
 from fuzzharness.core.case import Case
 from fuzzharness.core.kinds import repro_kind
@@ -96,6 +103,9 @@ def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
     if triage:
         t = kind.bisect_passes(case, verdict, s.expect.get("error"), d)
     record["notes"] = [*s.notes, "triage: not probed" if t is None else f"triage in {t.seconds:.1f} s"]
+    if t is not None and hasattr(t, "located"):
+        t.located = list(located_mechanisms(t.culprit_step, t.step_facts,
+                                            signature.facts if signature else ()))
     culprit = culprit_of(t, verdict.status.value)
     test = fix_test_outcome(d / "repro.py", culprit, t)
     confirmed = test in ("raised in it", "confirmed")
@@ -104,7 +114,10 @@ def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
         if hasattr(t, "fix_test"):
             t.fix_test = test
     named = culprit if confirmed or culprit == SCHEDULE_CULPRIT else ""
-    new_title = issue_md.title(case, verdict, failing_call, t.raised_in if t else None, named)
+    defect = (f"sch.{t.culprit_step} {LOCATED_MECHANISMS[t.located[0]]}"
+              if named == SCHEDULE_CULPRIT and getattr(t, "located", None) else "")
+    new_title = issue_md.title(case, verdict, failing_call, t.raised_in if t else None, named,
+                               defect)
     if new_title != title:  # the probe named the culprit: the script's docstring says so too
         s.text = s.text.replace('"""' + title + "\n", '"""' + new_title + "\n", 1)
         (d / "repro.py").write_text(s.text)

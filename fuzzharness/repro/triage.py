@@ -29,10 +29,15 @@ class Triage:
     culprit_step: str = ""  # the first schedule step after which it fails (step_bisect)
     step_facts: list[str] = dataclasses.field(default_factory=list)  # that prefix's facts
     step_site: list[str] = dataclasses.field(default_factory=list)  # what the step acted on
+    #: the defect the culprit step left in the scheduled program
+    #: (fuzzharness.buckets.root_causes.located_mechanisms): no pass is the culprit then
+    located: list[str] = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @property
     def first_wrong_pass(self) -> str | None:
-        return self.raised_in or (self.implicated[0] if self.implicated else None)
+        if self.raised_in:
+            return self.raised_in
+        return self.implicated[0] if self.implicated and not self.located else None

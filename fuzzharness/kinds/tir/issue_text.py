@@ -54,6 +54,13 @@ def triage_lines(t: Triage | None) -> list[str]:
     out = []
     if t.raised_in:
         out.append(f"- the error is raised inside the lowering pass `{t.raised_in}`")
+    elif t.located:
+        out.append(f"- the scheduled program is already wrong: after `sch.{t.culprit_step}` a "
+                   f"block runs outside its domain without a guard ({', '.join(t.located)}, "
+                   "read from the scheduled TIR below), so no lowering pass is the culprit"
+                   + (f"; the pass probe found the output right with `{t.implicated[0]}` "
+                      "disabled, which only moves where the out-of-domain accesses land"
+                      if t.implicated else ""))
     elif t.implicated and t.fix_test == "not confirmed":
         out.append(f"- the pass probe found the output right with `{t.implicated[0]}` disabled, "
                    "but this repro run with that pass disabled still fails: no culprit pass is "
