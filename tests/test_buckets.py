@@ -320,6 +320,28 @@ def test_a_float16_gelu_tanh_graph_build_timeout_is_the_known_jit_compile_time(k
     assert matched("wrong_result", "float16", ("gelu_tanh",)) != bug
 
 
+def test_dlight_gemv_failures_in_the_rules_own_code_are_the_known_bugs(known):
+    """The two ways dlight's GEMV rule fails in its own Python on depthwise conv2d for Adreno
+    (seen as one README campaign's NEW bucket) match their entries; the unpack bug of the
+    same file keeps its own, and an assertion elsewhere, or the same message from another
+    site, matches neither."""
+    from fuzzharness.buckets.signatures import Signature
+
+    def matched(detail, site):
+        m = known.classify(Signature("compile_error", "schedule", detail=detail, site=site),
+                           "0.27.0.post1")
+        return m.bug.id if m else None
+
+    gpu, analysis = "tvm/s_tir/dlight/gpu/gemv.py:apply", "tvm/s_tir/dlight/analysis/gemv.py:normalize"
+    attr = "AttributeError: 'ID' object has no attribute 'ID'"
+    assert matched("AssertionError", analysis) == "dlight-gemv-normalize-no-reduction-loop"
+    assert matched(attr, gpu) == "dlight-gemv-symbolic-tile-extent"
+    assert matched("ValueError: too many values to unpack (expected N)", gpu) == \
+        "dlight-gemv-outer-reduction-unpack"
+    assert matched("AssertionError", "tvm/s_tir/dlight/gpu/reduction.py:apply") is None
+    assert matched(attr, "tvm/s_tir/schedule/schedule.py:split") is None
+
+
 @pytest.mark.parametrize("doc, needle", [
     ({"bug": [{"id": "x", "title": "t", "match": {"symptom": "wrong_answer"}}]}, "match.symptom"),
     ({"bug": [{"id": "x", "title": "t", "match": {"symptom": "crash", "detail": "("}}]},

@@ -190,6 +190,53 @@ def test_failure_while_drawing_the_schedule_gets_a_script(tmp_path, monkeypatch)
     assert "outer->body.get() == inner" in (tmp_path / "gen" / "issue.md").read_text()
 
 
+@pytest.mark.slow
+def test_a_dlight_rule_failing_in_its_own_code_gets_a_script(tmp_path):
+    """dlight's GEMV rule, tried by the dlight style on a depthwise conv2d for Adreno, fails
+    in its own Python (an assert, an attribute of a non-constant extent) instead of returning
+    None: no schedule call raised, so the bucket used to end "not reproduced" (a README
+    campaign's NEW ``AttributeError 'ID' object has no attribute 'ID' [gemv.py]``).  The rule
+    call is captured; its script reproduces, and title and expected behaviour name the rule."""
+    import dataclasses
+    import traceback
+
+    from fuzzharness.generators import draw as draws
+    from fuzzharness.generators.cases import GenSettings, case_data, draw_case
+    from fuzzharness.kinds.tir.generation_failure import as_case, capture
+    from fuzzharness.minimize.hypothesis_shrink import draw
+
+    settings = dataclasses.replace(GenSettings(), workloads=("depthwise_conv2d",),
+                                   target={"kind": "opencl", "device": "adreno"})
+
+    def dlight_failure():  # the first case of the stream whose drawing fails inside dlight
+        for seed in range(10):
+            for index in range(40):
+                data = case_data(seed, index, None)
+                try:
+                    draw_case(data, settings)
+                except Exception as e:  # noqa: BLE001
+                    if "/dlight/" in traceback.extract_tb(e.__traceback__)[-1].filename:
+                        return draws.recorded_choices(data)
+        pytest.fail("no dlight rule failure in 400 depthwise conv2d cases for Adreno")
+
+    choices = dlight_failure()
+    _, verdict, _ = draw(choices, settings)
+    assert verdict.status is Status.COMPILE_ERROR and "dlight" in verdict.details["site"]
+    call = capture(choices, settings)
+    assert call.method == "dlight.GEMV.apply" and call.trace == [], call
+    assert call.line == ("with tvm.target.Target({'kind': 'opencl', 'device': 'adreno'}) as "
+                         "target: tvm.s_tir.dlight.gpu.GEMV().apply(sch.mod[\"main\"], target, False)")
+    case = as_case(call, settings, {})
+    sig = signature(None, verdict)
+    outcome = write_repro(tmp_path / "gemv", case, verdict, bucket=sig.key, signature=sig,
+                          versions=versions(), triage=False, failing_call=call.line)
+    assert outcome.reproduced, outcome.runs[-1].output
+    assert outcome.title.startswith("[Bug] [TIR][dlight] dlight.gpu.GEMV fails in its own code"), \
+        outcome.title
+    issue = (tmp_path / "gemv" / "issue.md").read_text()
+    assert "A dlight rule should return a schedule for the function, or None" in issue
+
+
 # -- pieces ----------------------------------------------------------------------------------------
 def test_error_pattern_ignores_numbers_and_addresses():
     import re

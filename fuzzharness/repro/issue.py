@@ -65,7 +65,7 @@ def title(case: Case, verdict: Verdict, failing_call: str | None = None,
     calls = kind.culprit_calls(case)
     prims = " + ".join(calls) or ", ".join(primitives(case)) or kind.no_schedule
     if failing_call:
-        prims = failing_call.split("(", 1)[0]
+        prims = call_name(failing_call)
     where = kind.describe(case)
     status = verdict.status.value
     if defect and culprit == SCHEDULE_CULPRIT:
@@ -101,6 +101,13 @@ def title(case: Case, verdict: Verdict, failing_call: str | None = None,
         return head + (f" after {_short_pass(culprit)}" if culprit and culprit != SCHEDULE_CULPRIT
                        else "") + f": {where}"
     return kind.error_title(verdict, prims, where, short_message(verdict.message), raised_in)
+
+
+def call_name(failing_call: str) -> str:
+    """What a failing call line calls: ``sch.split``, or ``dlight.gpu.GEMV`` for a dlight rule
+    applied in its target's scope (``with tvm.target.Target(...) as target: tvm.s_tir...``)."""
+    call = failing_call.split(" as target: ", 1)[-1]
+    return call.split("(", 1)[0].removeprefix("tvm.s_tir.")
 
 
 def _short_pass(name: str) -> str:
@@ -144,6 +151,9 @@ def _expected_text(case: Case, verdict: Verdict, exact: bool) -> str:
                 "lowering that legally sums in another order or keeps a wider accumulator gives "
                 "other bits, and the result is within the error bound, so this is a note to "
                 "check, not a wrong result.")
+    if status == "compile_error" and ".dlight." in str(case.origin.get("failing_call") or ""):
+        return ("A dlight rule should return a schedule for the function, or None when it does "
+                "not apply to it; it should not fail in its own code.")
     if status == "compile_error" and verdict.stage.value == "schedule":
         return ("A schedule primitive should either apply or refuse the request with a "
                 "`ScheduleError`; it should not fail an internal check.")
@@ -173,7 +183,7 @@ def issue_markdown(*, case: Case, verdict: Verdict, bucket: str, signature: Sign
     head = issue_title or title(case, verdict, failing_call)
     prims = primitives(case)
     if failing_call:
-        prims.append(failing_call.split("(", 1)[0].replace("sch.", ""))
+        prims.append(call_name(failing_call).replace("sch.", ""))
     key = signature.key if signature is not None else bucket
     found = f", found as bucket {bucket}" if bucket != key else ""
     cause = f"; root cause {root_cause.key}" if root_cause is not None else ""

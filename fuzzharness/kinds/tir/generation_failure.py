@@ -7,7 +7,10 @@ case: the failing call never made it into a trace.  To write a script for it, th
 ``s_tir.Schedule`` method wrapped; the outermost call that raises something other than a
 ``ScheduleError`` is captured with its arguments, the trace recorded so far, and the
 workload parameters.  The script then replays that trace with ``sch.<primitive>(...)`` calls
-and makes the failing call.
+and makes the failing call.  A dlight rule (the dlight GPU style) that fails in its own Python
+— an ``assert``, an unpack — with no schedule call raising is captured as the rule call itself,
+``tvm.s_tir.dlight.gpu.<Rule>().apply(sch.mod["main"], target, False)`` in the target's
+scope: the rule schedules the unscheduled function, as the style applies it.
 
 Arguments are spelled as TVM's ``Trace.as_python`` spells them: random variables by the
 names the trace gives them (``b0``, ``l3``), index maps as lambdas, plain values as
@@ -33,7 +36,7 @@ from fuzzharness.generators.workloads.base import Workload
 from fuzzharness.minimize import trace_edit
 from fuzzharness.minimize.hypothesis_shrink import DRAW_TIMEOUT, draw
 from fuzzharness.minimize.passes import exact_mode_allowed
-from fuzzharness.repro.kit import NotReproducible
+from fuzzharness.repro.kit import NotReproducible, py_literal
 
 
 @dataclasses.dataclass
@@ -50,6 +53,7 @@ class _Capture:
     def __init__(self):
         self.local = threading.local()
         self.failure: tuple | None = None
+        self.rule_failure: tuple | None = None  # (rule class, exception)
         self.workload: tuple[str, dict] | None = None
 
 
@@ -72,6 +76,43 @@ def _wrap(cap: _Capture, name: str, fn):
     return wrapper
 
 
+def _wrap_rule(cap: _Capture, cls, fn):
+    """A dlight rule's ``apply``: when it raises and no schedule call inside it did (the
+    rule's own Python failed — an assertion, an unpack — instead of returning None), the
+    rule call itself is the failing call."""
+
+    @functools.wraps(fn)
+    def wrapper(self, func, target, tunable):
+        depth = getattr(cap.local, "rule_depth", 0)
+        cap.local.rule_depth = depth + 1
+        try:
+            return fn(self, func, target, tunable)
+        except Exception as e:
+            if depth == 0 and not is_schedule_error(e) and cap.rule_failure is None:
+                cap.rule_failure = (cls, e)
+            raise
+        finally:
+            cap.local.rule_depth = depth
+
+    return wrapper
+
+
+def _dlight_rules() -> list[type]:
+    """The dlight GPU rules the dlight schedule style tries (generators/gpu/dlight_style.py)."""
+    from fuzzharness.generators.gpu.dlight_style import default_rules
+
+    return [type(rule) for rule in default_rules()]
+
+
+def _rule_call(cls: type, target: dict[str, Any]) -> str:
+    """The failing rule call as one line of Python that stands alone (``tvm`` imported): the
+    rule on the unscheduled function, in its target's scope, as the dlight style applies it
+    (the rule builds its own schedule)."""
+    path = cls.__module__.split(".s_tir.dlight.", 1)[-1].split(".")[0]
+    return (f"with tvm.target.Target({py_literal(target)}) as target: "
+            f"tvm.s_tir.dlight.{path}.{cls.__name__}().apply(sch.mod[\"main\"], target, False)")
+
+
 def capture(choices: Sequence[Any], settings) -> FailingCall:
     """Draw ``choices`` again and capture the schedule call that fails (see module doc)."""
     from tvm import s_tir
@@ -82,6 +123,7 @@ def capture(choices: Sequence[Any], settings) -> FailingCall:
     for name, fn in vars(s_tir.Schedule).items():
         if not name.startswith("_") and inspect.isfunction(fn):
             originals[name] = fn
+    rules = {cls: vars(cls)["apply"] for cls in _dlight_rules() if "apply" in vars(cls)}
     orig_prim_func = Workload.prim_func
 
     def prim_func(self, params):
@@ -91,14 +133,23 @@ def capture(choices: Sequence[Any], settings) -> FailingCall:
     try:
         for name, fn in originals.items():
             setattr(s_tir.Schedule, name, _wrap(cap, name, fn))
+        for cls, fn in rules.items():
+            cls.apply = _wrap_rule(cap, cls, fn)
         Workload.prim_func = prim_func
         case, verdict, error = draw(choices, settings)
     finally:
         for name, fn in originals.items():
             setattr(s_tir.Schedule, name, fn)
+        for cls, fn in rules.items():
+            cls.apply = fn
         Workload.prim_func = orig_prim_func
     if case is not None:
         raise NotReproducible("the choices generate a case; its failure is not in the schedule draw")
+    if cap.failure is None and cap.rule_failure is not None and cap.workload is not None:
+        cls, exc = cap.rule_failure
+        target = dict(settings.target) if settings is not None else {"kind": "llvm"}
+        return FailingCall(f"dlight.{cls.__name__}.apply", _rule_call(cls, target), [],
+                           cap.workload[0], cap.workload[1], f"{type(exc).__name__}: {exc}")
     if cap.failure is None or cap.workload is None:
         what = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
         raise NotReproducible(f"the generation failure was not raised by a schedule call: {what}")

@@ -24,6 +24,9 @@ def _shape_text(case: Case) -> str:
 
 
 def error_title(verdict: Verdict, prims: str, msg: str, raised_in: str | None) -> str:
+    if verdict.stage.value == "schedule" and prims.startswith("dlight."):
+        return (f"[Bug] [TIR][dlight] {prims} fails in its own code instead of returning a "
+                f"schedule or None: {msg}")
     if verdict.stage.value == "schedule":
         return f"[Bug] [TIR][Schedule] {prims} fails instead of raising a ScheduleError: {msg}"
     what = {"lower": "Lowering", "codegen": "Code generation", "build": "Building"}.get(

@@ -60,8 +60,10 @@ def schedule_source(case: Case, func, failing_call: str | None = None) -> tuple[
         return text, lines, notes
     if text.rstrip().endswith("pass  # no schedule: the program as written"):
         text = "def schedule(sch):\n"
-    return (text.rstrip("\n") + f"\n    # the call TVM fails on (it should apply, or raise a ScheduleError):\n"
-            f"    {failing_call}\n", lines, notes)
+    why = ("the dlight rule TVM fails in (it should return a schedule, or None when it does not "
+           "apply)" if ".dlight." in failing_call else
+           "the call TVM fails on (it should apply, or raise a ScheduleError)")
+    return (text.rstrip("\n") + f"\n    # {why}:\n    {failing_call}\n", lines, notes)
 
 
 def _trace_source(case: Case, func) -> tuple[str, list[str], list[str]]:
