@@ -82,11 +82,11 @@ def _wrap_rule(cap: _Capture, cls, fn):
     rule call itself is the failing call."""
 
     @functools.wraps(fn)
-    def wrapper(self, func, target, tunable):
+    def wrapper(self, *args, **kwargs):
         depth = getattr(cap.local, "rule_depth", 0)
         cap.local.rule_depth = depth + 1
         try:
-            return fn(self, func, target, tunable)
+            return fn(self, *args, **kwargs)
         except Exception as e:
             if depth == 0 and not is_schedule_error(e) and cap.rule_failure is None:
                 cap.rule_failure = (cls, e)
