@@ -342,6 +342,28 @@ def test_dlight_gemv_failures_in_the_rules_own_code_are_the_known_bugs(known):
     assert matched(attr, "tvm/s_tir/schedule/schedule.py:split") is None
 
 
+def test_the_predicate_dropping_entries_stay_on_their_own_crashes(known):
+    """The two out-of-bounds bugs of the README campaign (seed 783516988): a cross-thread
+    reduction's write-back without its predicate (texture matmul, bind) and rfactor's
+    write-back without the split's T.where.  An out-of-bounds crash of another workload with
+    bind, a texture matmul crash without bind, or a wrong result with rfactor is neither."""
+    from fuzzharness.buckets.signatures import Signature
+
+    def matched(workload, prims, symptom="crash", stage="run"):
+        m = known.classify(Signature(symptom, stage, kind="out_of_bounds" if symptom == "crash"
+                                     else "", workload=workload, dtype="float32",
+                                     primitives=prims), "0.27.0.post1")
+        return m.bug.id if m else None
+
+    cross = "cross-thread-reduction-writeback-drops-predicate"
+    assert matched("matmul_texture", ("bind", "fuse", "reorder", "split")) == cross
+    assert matched("matmul", ("bind", "fuse", "reorder", "split")) != cross
+    assert matched("matmul_texture", ("fuse", "reorder", "split")) != cross
+    assert matched("conv2d", ("rfactor", "split")) == "rfactor-write-back-drops-split-predicate"
+    assert matched("conv2d", ("rfactor", "split"), "wrong_result", "verify") != \
+        "rfactor-write-back-drops-split-predicate"
+
+
 @pytest.mark.parametrize("doc, needle", [
     ({"bug": [{"id": "x", "title": "t", "match": {"symptom": "wrong_answer"}}]}, "match.symptom"),
     ({"bug": [{"id": "x", "title": "t", "match": {"symptom": "crash", "detail": "("}}]},
