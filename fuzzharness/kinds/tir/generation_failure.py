@@ -57,23 +57,33 @@ class _Capture:
         self.workload: tuple[str, dict] | None = None
 
 
-def _wrap(cap: _Capture, name: str, fn):
+def _outermost(cap: _Capture, counter: str, fn, record):
+    """``fn`` wrapped: when the outermost of its nested calls (counted per ``counter``)
+    raises something other than a ScheduleError, ``record(self, args, kwargs, error)``."""
 
     @functools.wraps(fn)
     def wrapper(self, *args, **kwargs):
-        depth = getattr(cap.local, "depth", 0)
-        cap.local.depth = depth + 1
+        depth = getattr(cap.local, counter, 0)
+        setattr(cap.local, counter, depth + 1)
         try:
             return fn(self, *args, **kwargs)
         except Exception as e:
-            if depth == 0 and not is_schedule_error(e) and cap.failure is None:
-                trace = self.trace
-                cap.failure = (name, fn, self, args, kwargs, trace, trace_to_json(trace), e)
+            if depth == 0 and not is_schedule_error(e):
+                record(self, args, kwargs, e)
             raise
         finally:
-            cap.local.depth = depth
+            setattr(cap.local, counter, depth)
 
     return wrapper
+
+
+def _wrap(cap: _Capture, name: str, fn):
+    def record(sch, args, kwargs, e):
+        if cap.failure is None:
+            trace = sch.trace
+            cap.failure = (name, fn, sch, args, kwargs, trace, trace_to_json(trace), e)
+
+    return _outermost(cap, "depth", fn, record)
 
 
 def _wrap_rule(cap: _Capture, cls, fn):
@@ -81,20 +91,11 @@ def _wrap_rule(cap: _Capture, cls, fn):
     rule's own Python failed — an assertion, an unpack — instead of returning None), the
     rule call itself is the failing call."""
 
-    @functools.wraps(fn)
-    def wrapper(self, *args, **kwargs):
-        depth = getattr(cap.local, "rule_depth", 0)
-        cap.local.rule_depth = depth + 1
-        try:
-            return fn(self, *args, **kwargs)
-        except Exception as e:
-            if depth == 0 and not is_schedule_error(e) and cap.rule_failure is None:
-                cap.rule_failure = (cls, e)
-            raise
-        finally:
-            cap.local.rule_depth = depth
+    def record(rule, args, kwargs, e):
+        if cap.rule_failure is None:
+            cap.rule_failure = (cls, e)
 
-    return wrapper
+    return _outermost(cap, "rule_depth", fn, record)
 
 
 def _dlight_rules() -> list[type]:
