@@ -296,7 +296,7 @@ class RootCause:
         what = {WRONG_OUTPUT: "wrong output", "reference_mismatch": "reference mismatch"}.get(
             self.symptom, self.symptom)
         if self.evidence == "ir_shape" and self.located:
-            return (f"{what}{where}: sch.{self.step} {LOCATED_MECHANISMS[self.located[0]]} "
+            return (f"{what}{where}: {defect_phrase(self.step, self.located)} "
                     f"({', '.join(self.located)}; after {self.trigger()}, one route)")
         if self.evidence == "ir_shape":
             return f"{what}{where}: {', '.join(self.mechanism)} (after {self.trigger()}, one route)"
@@ -366,6 +366,12 @@ def located_mechanisms(step: str, step_facts, facts) -> tuple[str, ...]:
     if not step or any(f in MECHANISM_FACTS for f in facts):
         return ()
     return tuple(f for f in step_facts if f in LOCATED_MECHANISMS)
+
+
+def defect_phrase(step: str, located) -> str:
+    """A located defect in words: ``sch.pad_einsum leaves a block running outside its
+    domain`` (its first mechanism)."""
+    return f"sch.{step} {LOCATED_MECHANISMS[located[0]]}"
 
 
 #: symptoms a located defect explains: its out-of-domain accesses give garbage or a crash

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from fuzzharness.buckets.root_causes import (
-    LOCATED_MECHANISMS,
     SCHEDULE_CULPRIT,
     RootCause,
     culprit_of,
+    defect_phrase,
     located_mechanisms,
     root_cause,
 )
@@ -114,7 +114,7 @@ def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
         if hasattr(t, "fix_test"):
             t.fix_test = test
     named = culprit if confirmed or culprit == SCHEDULE_CULPRIT else ""
-    defect = (f"sch.{t.culprit_step} {LOCATED_MECHANISMS[t.located[0]]}"
+    defect = (defect_phrase(t.culprit_step, t.located)
               if named == SCHEDULE_CULPRIT and getattr(t, "located", None) else "")
     new_title = issue_md.title(case, verdict, failing_call, t.raised_in if t else None, named,
                                defect)
