@@ -364,6 +364,35 @@ def test_the_predicate_dropping_entries_stay_on_their_own_crashes(known):
         "rfactor-write-back-drops-split-predicate"
 
 
+def test_the_texel_and_partition_block_errors_are_their_entries_only(known):
+    """Two NEW error buckets of the README campaign (seed 1541360059), read by hand: a
+    vectorized texture read wider than a texel (VectorizeLoop's check) and transform_layout on
+    a loop_partition piece (GetRootPrimFunc).  VectorizeLoop's other checks, another texture
+    lowering error and the same IndexError thrown elsewhere are neither."""
+    from fuzzharness.buckets.signatures import Signature
+
+    def matched(stage, detail, site):
+        m = known.classify(Signature("compile_error", stage, detail=detail, site=site,
+                                     workload="matmul_texture", dtype="float32"), "0.27.0.post1")
+        return m.bug.id if m else None
+
+    texel = ("InternalError: Check failed: (lane * dtype.bits() <= op->args[N].as<IntImmNode>()"
+             "->value) is false: Expected Data to be Read is lesser than or equal to Texture Load "
+             "length")
+    vectorizer = "tirx/transform/vectorize_loop.cc:tvm::tirx::Vectorizer::Mutate_"
+    assert matched("lower", texel, vectorizer) == "texture-load-vectorized-past-texel"
+    assert matched("lower", "InternalError: Check failed: (lanes == N) is false", vectorizer) \
+        != "texture-load-vectorized-past-texel"
+    assert matched("lower", "InternalError: Expect no tvm_stack_make_shape outside of CallNodes",
+                   "tirx/transform/lower_tvm_builtin.cc:tvm::tirx::BuiltinLower::Mutate") \
+        == "texture-intermediate-lower-builtin"
+    root = "IndexError: Could not get the corresponding function in the schedule state of the statement"
+    assert matched("schedule", root, "s_tir/schedule/analysis/analysis.cc:tvm::s_tir::GetRootPrimFunc") \
+        == "loop-partition-block-transform-layout-no-root-func"
+    assert matched("schedule", root, "s_tir/schedule/state.cc:tvm::s_tir::ScheduleState::Replace") \
+        != "loop-partition-block-transform-layout-no-root-func"
+
+
 @pytest.mark.parametrize("doc, needle", [
     ({"bug": [{"id": "x", "title": "t", "match": {"symptom": "wrong_answer"}}]}, "match.symptom"),
     ({"bug": [{"id": "x", "title": "t", "match": {"symptom": "crash", "detail": "("}}]},
