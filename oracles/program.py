@@ -152,7 +152,7 @@ class Numerics:
         the declared init stores a constant.  A gone epilogue alone is not enough: dlight
         inlines one into a unit reduction whose reduction axis ``transform_block_layout``
         removed, adding the operand in the init *and* in the body (the known bug
-        dlight-epilogue-inlined-into-unit-reduction)."""
+        transform-block-layout-keeps-init-without-reduction)."""
         red = self._scheduled_reduction(block)
         init = self._scheduled.get(f"{block}_init")
         return (red is not None and red.is_reduction and epilogue in self._blocks

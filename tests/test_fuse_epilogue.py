@@ -131,7 +131,7 @@ def test_a_folded_bias_is_judged_as_one_more_term_of_the_sum():
         sch.decompose_reduction(sch.get_sblock("dense"), sch.get_loops(sch.get_sblock("dense"))[2])
         assert Numerics(func, None, sch.mod["main"]).folds("dense", "add_0") is (f is fused)
     # no fold: an epilogue inlined into a unit reduction whose reduction axis is gone (how
-    # dlight does it: the known bug dlight-epilogue-inlined-into-unit-reduction)
+    # dlight does it: the known bug transform-block-layout-keeps-init-without-reduction)
     q = {"M": 2, "N": 2, "K": 1, "steps": [{"op": "add", "arg": "bias"}], "dtype": "float32"}
     sch = s_tir.Schedule(workloads["fused_epilogue"].prim_func(q))
     sch.transform_block_layout(sch.get_sblock("C"), lambda i, j, k: (i, j))

@@ -430,7 +430,10 @@ def test_a_step_before_which_the_program_cannot_run_is_no_culprit():
     compile, so the first failing prefix ends with the bind whatever the bug.  Two different
     OpenCL bugs (a float literal printed with 7 digits; dlight's epilogue inlined into a
     unit reduction) would share the key "wrong output at sch.bind": the probe names no step
-    there, and their triggers keep them apart."""
+    there.  The float literal keeps its trigger; the dlight route has a defect the
+    scheduled program shows (init_without_reduction_iterator), located at the
+    transform_block_layout that made it — the key of the same defect's llvm route, which
+    needs no bind (pad_einsum resetting the sum)."""
     from fuzzharness.buckets.root_causes import root_cause
     from fuzzharness.buckets.signatures import signature
     from fuzzharness.core.case import Case
@@ -440,19 +443,55 @@ def test_a_step_before_which_the_program_cannot_run_is_no_culprit():
     from tests.test_graphs import _opencl_images
 
     need(_opencl_images())
-    keys = {}
-    for name in ("opencl-float-literal-7-digits", "dlight-epilogue-inlined-into-unit-reduction"):
+    rcs = {}
+    for name in ("opencl-float-literal-7-digits", "dlight-epilogue-inlined-into-unit-reduction",
+                 "transform-block-layout-keeps-init-without-reduction"):
         d = json.loads((ROOT / "fuzzharness/known_witnesses" / f"{name}.json").read_text())
         d = {k: v for k, v in d.items() if k not in ("id", "root_cause")}
         case = Case.from_dict(d)
         sig = signature(d, execute(case).verdict)
-        assert sig is not None and "bind" in sig.primitives, name
-        step, facts, site = step_bisect.culprit_step(case, sig)
-        assert (step, facts, site) == ("", (), ()), (name, step)
-        rc = root_cause(d, sig, "", step, facts, site)
-        assert rc.evidence == "trigger"
-        keys[name] = rc.key
-    assert len(set(keys.values())) == 2
+        assert sig is not None and sig.symptom == "wrong_result", name
+        rcs[name] = root_cause(d, sig, "", *step_bisect.culprit_step(case, sig))
+    literal, dlight, pad = rcs.values()
+    assert (literal.step, literal.evidence) == ("", "trigger"), literal
+    assert "bind" in dlight.primitives and "bind" not in pad.primitives
+    for rc in (dlight, pad):
+        assert (rc.step, rc.evidence) == ("transform_block_layout", "ir_shape"), rc
+        assert rc.located == ("init_without_reduction_iterator",), rc
+    assert dlight.key == pad.key != literal.key
+
+
+def test_a_reduction_iterator_made_spatial_under_an_init_is_located_at_its_step():
+    """init_without_reduction_iterator: transform_block_layout of a dense block with K = 1
+    retypes the unit reduction iterator as spatial and keeps the init (the fact appears at
+    that step, before pad_einsum makes the output wrong).  K = 2 keeps a reduction iterator,
+    and neither the unscheduled program nor decompose_reduction (which moves the init out)
+    has the fact."""
+    from fuzzharness.buckets.known_identities import witness_case
+    from fuzzharness.core.tvm_support import replay_trace
+    from fuzzharness.execution.facts import located_facts
+    from fuzzharness.generators.workloads import workloads
+    from fuzzharness.minimize.located import located_step
+    from tests.conftest import ROOT
+
+    def dense(k):
+        sch = replay_trace(workloads["dense"].prim_func(
+            {"M": 1, "N": 1, "K": k, "relu": False, "dtype": "float32"}), None)
+        return sch, sch.get_sblock("dense")
+
+    for k, expected in ((1, ["init_without_reduction_iterator"]), (2, [])):
+        sch, block = dense(k)
+        assert located_facts(sch.mod) == []
+        sch.transform_block_layout(block, lambda i, j, r: (i, j, r))
+        assert located_facts(sch.mod) == expected, k
+    sch, block = dense(1)
+    sch.decompose_reduction(block, sch.get_loops(block)[0])
+    assert located_facts(sch.mod) == []
+    d = json.loads((ROOT / "fuzzharness/known_witnesses"
+                    / "transform-block-layout-keeps-init-without-reduction.json").read_text())
+    found = located_step(Case.from_dict(witness_case(d)))
+    assert found is not None and found[1:3] == ("transform_block_layout",
+                                                ("init_without_reduction_iterator",)), found
 
 
 def test_a_defect_is_located_at_the_step_that_makes_it_on_real_tvm():

@@ -609,11 +609,14 @@ def test_root_causes_of_one_known_bug_are_one_distinct_bug():
 
 
 def test_an_entry_with_bind_allows_the_loop_steps_that_make_the_thread_loop():
-    """A minimized OpenCL case cannot drop the fuse/split/reorder around its bind: the
-    dlight-epilogue entry (bind, reverse_compute_inline, transform_block_layout) knows its
-    bug with them; another extra step (a cache_write) or a trigger without reverse_compute_inline
-    is not that bug."""
-    known = KnownBugs.load()
+    """A minimized OpenCL case cannot drop the fuse/split/reorder around its bind: an entry
+    matching (bind, reverse_compute_inline, transform_block_layout) — the old dlight-epilogue
+    entry's rule — knows its bug with them; another extra step (a cache_write) or a trigger
+    without reverse_compute_inline is not that bug."""
+    known = KnownBugs.from_doc({"bug": [{
+        "id": "dlight-epilogue-inlined-into-unit-reduction", "title": "t",
+        "match": {"symptom": "wrong_result", "stage": "verify", "tvm": "0.27",
+                  "primitives": ["bind", "reverse_compute_inline", "transform_block_layout"]}}]})
 
     def classify(*prims):
         sig = wrong(*prims, workload="dense")

@@ -121,11 +121,11 @@ MECHANISM_FACTS = frozenset({"alloc_in_vectorized_loop", "read_region_incomplete
 #: (:func:`fuzzharness.minimize.step_bisect.located_step`) and keyed with that step's family:
 #: the same defect made by different primitives is different bugs (pad_einsum enlarging a
 #: shared loop; a reindex_cache copy dropping a split's predicate; rfactor of a predicated
-#: loop — benchmarks/dedup_precision.py).  The step is where the defect appears, which may be
-#: before the first prefix that *fails*: a later transform_layout can move the harmless
-#: out-of-domain stores of a pad_einsum onto a live row
-LOCATED_MECHANISMS = {"binding_outside_domain": "leaves a block running outside its domain"}
-#: the symptom class of a located mechanism: its stores crash or compute garbage
+#: loop — benchmarks/dedup_precision.py).  The step may come before the first *failing*
+#: prefix (a later transform_layout moves pad_einsum's harmless stores onto a live row).
+LOCATED_MECHANISMS = {"binding_outside_domain": "leaves a block running outside its domain",
+                      "init_without_reduction_iterator":  # pad_einsum, an inlined epilogue: routes
+                      "makes a reduction iterator spatial and keeps the block's T.init()"}
 MEMORY_OR_GARBAGE = "crash/memory or wrong_output"
 #: facts of shapes that bugs other than a mechanism's leave: a raw case with one of them
 #: beside a mechanism fact may hold a second bug, so it is not attached unminimized (seed 11:

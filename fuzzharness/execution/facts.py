@@ -48,6 +48,13 @@ Two things feed a bucket signature (:mod:`fuzzharness.buckets.signatures`) besid
       ``rfactor`` of a predicated loop).  No TVM primitive may leave it: a block's domain
       is its contract.  Its stores land past a buffer (heap damage) or on a neighbour's
       element (garbage), depending on where the buffer lies — one defect, either symptom.
+  ``init_without_reduction_iterator``  a block with a ``T.init()`` none of whose iterators is
+      a reduction iterator: TVM runs such an init at *every* iteration, and primitives that
+      read the iterator types take the block for a spatial one (``transform_block_layout``
+      retypes a reduction iterator of extent 1 as spatial; ``pad_einsum`` then pads it and
+      each padded iteration resets the sum; ``reverse_compute_inline`` puts an epilogue into
+      the init).  No program the workloads write has one, and a primitive that keeps the
+      init must keep a reduction iterator to run it once.
 
 All are best effort: they never raise (a triage bug must not turn a finding into a
 harness error) and return empty values when they cannot tell.
@@ -170,14 +177,36 @@ def _read_region_incomplete(func) -> bool:
 
 #: facts of a defect a schedule step makes (:func:`located_facts`)
 BINDING_OUTSIDE_DOMAIN = "binding_outside_domain"
+INIT_WITHOUT_REDUCTION = "init_without_reduction_iterator"
 
 
 def located_facts(mod) -> list[str]:
-    """The located facts (see the module docstring) of ``mod``'s scheduled PrimFuncs."""
-    try:
-        return [BINDING_OUTSIDE_DOMAIN] if _binding_outside_domain(mod) else []
-    except Exception:  # noqa: BLE001 - best effort
-        return []
+    """The located facts (see the module docstring) of ``mod``'s scheduled PrimFuncs, sorted."""
+    out = []
+    for fact, holds in ((BINDING_OUTSIDE_DOMAIN, _binding_outside_domain),
+                        (INIT_WITHOUT_REDUCTION, _init_without_reduction_iterator)):
+        try:
+            if holds(mod):
+                out.append(fact)
+        except Exception:  # noqa: BLE001 - best effort
+            continue
+    return out
+
+
+def _init_without_reduction_iterator(mod) -> bool:
+    import tvm_ffi
+    from tvm import s_tir, tirx
+
+    found: list = []
+
+    def on_block(block) -> None:
+        if block.init is not None and not any(
+                iv.iter_type == tirx.IterVar.CommReduce for iv in block.iter_vars):
+            found.append(block)
+
+    for _, func in mod.functions.items():
+        tvm_ffi.structural_walk(func, [(s_tir.SBlock, on_block)])
+    return bool(found)
 
 
 def _binding_outside_domain(mod) -> bool:

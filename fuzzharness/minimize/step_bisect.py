@@ -190,11 +190,13 @@ def conclude(case: Case, target: Signature, candidates: Sequence[tuple[str, Case
     """What :func:`culprit_step` concludes from the verdicts of ``case``'s :func:`prefixes`
     (also for a caller that ran them in its own pool): the first failing step
     (:func:`first_failing`), or the step that made a located defect the whole case has when
-    it comes no later (:mod:`fuzzharness.minimize.located`), that prefix's facts and the
-    site the step acted on."""
+    it comes no later — or when no step is named (:mod:`fuzzharness.minimize.located`) —,
+    that prefix's facts and the site the step acted on."""
     trace = probed_trace(case)[1]
     step, facts, prefix = first_failing(target, candidates, verdicts, primitive_sequence(trace)[-1])
-    located = _located(case) if step else None
+    # with no failing step named (a GPU kernel's prefixes before its bind do not run) the
+    # located defect is the only evidence of the step, and it is in the failing program
+    located = _located(case)
     at = _position(prefix, trace)
     if located and located[0] <= at:
         # the first failing prefix shows a defect an earlier (or the same) step made: that

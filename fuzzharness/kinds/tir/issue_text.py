@@ -51,6 +51,17 @@ def program_excerpt(script_text: str, schedule_lines: list[str], failing_call: s
     return program + "\n\n" + "\n".join(sched)
 
 
+#: a located defect as the scheduled TIR shows it, and what disabling a pass does to it (why
+#: the pass the probe implicated is no culprit)
+_LOCATED_TEXT = {
+    "binding_outside_domain": ("a block runs outside its domain without a guard",
+                               "moves where the out-of-domain accesses land"),
+    "init_without_reduction_iterator": (
+        "a block keeps its `T.init()` with no reduction iterator left (TVM runs such an init "
+        "at every iteration)", "changes how the reset sum shows"),
+}
+
+
 def triage_lines(t: Triage | None) -> list[str]:
     if t is None:
         return ["- lowering passes: not probed"]
@@ -58,12 +69,12 @@ def triage_lines(t: Triage | None) -> list[str]:
     if t.raised_in:
         out.append(f"- the error is raised inside the lowering pass `{t.raised_in}`")
     elif t.located:
-        out.append(f"- the scheduled program is already wrong: after `sch.{t.culprit_step}` a "
-                   f"block runs outside its domain without a guard ({', '.join(t.located)}, "
-                   "read from the scheduled TIR below), so no lowering pass is the culprit"
+        shows, probe = _LOCATED_TEXT.get(t.located[0], ("it has a defect", "changes how it shows"))
+        out.append(f"- the scheduled program is already wrong: after `sch.{t.culprit_step}` "
+                   f"{shows} ({', '.join(t.located)}, read from the scheduled TIR below), so no "
+                   "lowering pass is the culprit"
                    + (f"; the pass probe found the output right with `{t.implicated[0]}` "
-                      "disabled, which only moves where the out-of-domain accesses land"
-                      if t.implicated else ""))
+                      f"disabled, which only {probe}" if t.implicated else ""))
     elif t.implicated and t.fix_test == "not confirmed":
         out.append(f"- the pass probe found the output right with `{t.implicated[0]}` disabled, "
                    "but this repro run with that pass disabled still fails: no culprit pass is "
