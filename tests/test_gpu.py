@@ -92,6 +92,46 @@ def test_launch_plan_is_read_from_the_lowered_host_function():
     assert again == plan
 
 
+def test_a_host_loops_launches_are_written_once_in_a_repro():
+    """A host loop around a kernel launch makes one launch per iteration (2 048 of them,
+    21 078 lines, in a README campaign's repro): the script's plan writes the loop once and
+    expands it back to exactly the launches TVM's host function makes.  Launches whose
+    scalars do not count through a range, and runs too short to shorten, stay as they are."""
+    from fuzzharness.backends.device import codegen_device, lower_device
+    from fuzzharness.backends.launch_plan import compact_launches, expand_launches
+    from fuzzharness.repro.gpu_runtime import launch_source
+
+    target = {"kind": "opencl"}
+    params = {"M": 6, "N": 16, "K": 8, "dtype": "float32"}
+    sch = _two_kernels_host_loop(params)
+    plan = codegen_device(lower_device(sch.mod, target, {}), target).plan
+    launches = plan.to_dict()["launches"]
+    assert [x["kernel"] for x in launches] == ["main_kernel"] * 6 + ["main_kernel_1"]
+    compact = compact_launches(launches)
+    assert len(compact) == 2 and compact[0]["loops"] == [[0, 6, 1]] and compact[1] == launches[-1]
+    assert compact[0]["args"][-1] == {"loop": 0, "dtype": "int32"}
+    assert expand_launches(compact) == launches
+    text = launch_source(_case("matmul", params, sch, target), sch.mod)
+    assert "'loops': [[0, 6, 1]]" in text and len(text.splitlines()) < 60
+    space: dict = {}
+    exec(text, space)  # noqa: S102 - the script's own section
+    assert space["LAUNCH"]["launches"] == launches
+    assert len(plan.summary().splitlines()) == 2
+    # two nested host loops (the README repro's 8 x 256), the inner one's variable first
+    nested = [dict(launches[0], args=[{"scalar": b, "dtype": "int32"}, {"scalar": a, "dtype": "int64"}])
+              for a in range(2) for b in range(0, 9, 3)]
+    (looped,) = compact_launches(nested)
+    assert looped["loops"] == [[0, 2, 1], [0, 9, 3]]
+    assert looped["args"] == [{"loop": 1, "dtype": "int32"}, {"loop": 0, "dtype": "int64"}]
+    assert expand_launches([looped]) == nested
+    uneven = [x for x in launches if x["args"][-1] != {"scalar": 2, "dtype": "int32"}]
+    assert compact_launches(uneven) == uneven  # 0, 1, 3, 4, 5: no range
+    assert compact_launches(launches[:2] + launches[-1:]) == launches[:2] + launches[-1:]
+    two = _two_kernels_host_loop(dict(params, M=2))
+    assert "expand_launches" not in launch_source(_case("matmul", dict(params, M=2), two, target),
+                                                  two.mod)
+
+
 def test_opencl_runs_tvm_kernels_through_the_plan(opencl):
     params = {"M": 5, "N": 16, "K": 8, "dtype": "float32"}
     outcome = execute(_case("matmul", params, _two_kernels_host_loop(params), {"kind": "opencl"}))

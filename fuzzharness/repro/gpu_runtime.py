@@ -24,10 +24,12 @@ without a GPU.
 
 from __future__ import annotations
 
+import inspect
 import pprint
 from typing import Any
 
 from fuzzharness.backends.cuda import TVM_FLAGS
+from fuzzharness.backends.launch_plan import compact_launches, expand_launches
 from fuzzharness.core.case import Case
 from fuzzharness.repro.kit import NotReproducible
 
@@ -44,10 +46,18 @@ def launch_source(case: Case, scheduled_mod) -> str:
     except UnsupportedHostCode as e:
         raise NotReproducible(f"the launch plan cannot be read: {e}") from None
     plan: dict[str, Any] = code.plan.to_dict()
+    compact = compact_launches(plan["launches"])
     text = ("# How TVM's host function launches the kernels, in order (read from TVM's lowered "
             "host\n# function by tvm-fuzzharness; an argument is a parameter by position, a "
             "temporary the\n# host allocates, or a scalar); grid × block = the global work size.\n"
-            "LAUNCH = " + pprint.pformat(plan, width=100, sort_dicts=False) + "\n")
+            + ("# A host loop's launches are written once: its scalar arguments are {'loop': k}, "
+               "one\n# launch per value of the nested 'loops' [start, stop, step] (outer first).\n"
+               if compact != plan["launches"] else "")
+            + "LAUNCH = " + pprint.pformat(dict(plan, launches=compact), width=100,
+                                            sort_dicts=False) + "\n")
+    if compact != plan["launches"]:
+        text += ("\n\n" + inspect.getsource(expand_launches) + "\n\n"
+                 'LAUNCH["launches"] = expand_launches(LAUNCH["launches"])\n')
     return text
 
 
