@@ -561,12 +561,29 @@ def test_known_add_writes_an_entry_that_knows_its_repro(wrong_sum, tmp_path):
     assert m.bug.trigger == {"primitives": ["loop_partition"], "options": [], "culprit": "schedule"}
     raw = Signature(**(sig.to_dict() | {"primitives": ("loop_partition", "split")}))
     assert not known.classify(raw, finding["tvm"]).confirmed
-    # the same id twice, or a directory that is no verified repro: refused, file untouched
+    # its witness: the repro's case with the campaign's root cause, run by `known check`
+    witness = tmp_path / "known_witnesses" / "lp-init.json"
+    assert 'witness = "known_witnesses/lp-init.json"' in path.read_text()
+    doc = json.loads(witness.read_text())
+    assert doc["root_cause"] == finding["root_cause_fields"] and doc["origin"]["witness_of"] == "lp-init"
+    assert {k: v for k, v in doc.items() if k not in ("origin", "root_cause")} == {
+        k: v for k, v in json.loads((wrong_sum[2].dir / "case.json").read_text()).items()
+        if k not in ("origin", "id")}
+    r = run_cli("known", "check", "lp-init", "--file", path)
+    assert r.returncode == 0 and "recognized      lp-init" in r.stdout, r.stdout + r.stderr
+    # a failure raised while the schedule was drawn: its case cannot tell a fix, no witness
+    from fuzzharness.buckets.known_entries import witness_doc
+
+    drawn = {"origin": {"failing_verdict": {"status": "compile_error"}}, "workload": {}}
+    assert witness_doc(drawn, finding, bug_id="x", source="d") is None
+    # the same id twice, or a directory that is no verified repro: refused, files untouched
     before = path.read_text()
+    witness_before = witness.read_text()
     for args in ((wrong_sum[2].dir, "--id", "lp-init"), (tmp_path,)):
         r = run_cli("known", "add", *args, "--file", path)
         assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
-    assert path.read_text() == before
+    assert path.read_text() == before and witness.read_text() == witness_before
+    assert [p.name for p in witness.parent.iterdir()] == ["lp-init.json"]
 
 
 def test_the_issue_snippet_was_run_and_fails_like_the_bug(wrong_sum):

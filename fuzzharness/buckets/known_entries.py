@@ -13,6 +13,12 @@ What goes in (from the repro directory's ``finding.json``, written by
                    only probably this bug until minimized; the TVM version (major.minor)
 ``[bug.trigger]``  the minimal trigger of a wrong answer, crash or hang: the primitive
                    sequence, the culprit pass, the options it needs
+``witness``        the repro's minimized case (``case.json``), written beside the file as
+                   ``known_witnesses/<id>.json`` with the root cause the campaign computed
+                   for it: ``fuzzharness known check`` can run it at once, and a minimized
+                   failure with that root-cause key is this bug whatever the patterns say
+                   (none for a failure raised while a schedule was drawn: its case cannot
+                   tell a fix)
 """
 
 from __future__ import annotations
@@ -23,11 +29,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+from fuzzharness.buckets import known_identities
 from fuzzharness.buckets.known_bugs import KnownBug, KnownBugs
 from fuzzharness.buckets.root_causes import RootCause
 from fuzzharness.buckets.signatures import Signature
 
 FINDING = "finding.json"
+WITNESSES = "known_witnesses"  # beside the known-bugs file
 _ID = re.compile(r"[a-z0-9][a-z0-9-]*\Z")
 
 
@@ -51,7 +59,24 @@ def slug(title: str) -> str:
     return "-".join(words[:7]) or "bug"
 
 
-def entry_text(finding: dict[str, Any], *, bug_id: str, link: str, source: str) -> str:
+def witness_doc(case: dict[str, Any], finding: dict[str, Any], *, bug_id: str,
+                source: str) -> dict[str, Any] | None:
+    """The repro's minimized case as the entry's executable witness (its root cause recorded,
+    :mod:`fuzzharness.buckets.known_identities`); None for a failure raised while a schedule
+    was drawn — its case only replays the steps before the failing call, so running it could
+    never tell that the bug is fixed."""
+    origin = dict(case.get("origin") or {})
+    if origin.get("failing_verdict"):
+        return None
+    origin.update(witness_of=bug_id, found=f"{source} (bucket {finding.get('bucket')})")
+    doc = {k: v for k, v in case.items() if k != "id"} | {"origin": origin}
+    if finding.get("root_cause_fields"):
+        doc[known_identities.FIELD] = finding["root_cause_fields"]
+    return doc
+
+
+def entry_text(finding: dict[str, Any], *, bug_id: str, link: str, source: str,
+               witness: str = "") -> str:
     sig = Signature.from_dict(finding["signature"])
     rc = RootCause.from_dict(finding["root_cause_fields"]) if finding.get("root_cause_fields") else None
     title = re.sub(r"^\[Bug\]\s*", "", finding["title"]).strip()
@@ -60,6 +85,8 @@ def entry_text(finding: dict[str, Any], *, bug_id: str, link: str, source: str) 
              f"link = {_toml(link)}"]
     if not link:
         lines.append('status = "not yet reported"')
+    if witness:
+        lines.append(f"witness = {_toml(witness)}  # `fuzzharness known check` runs it")
     lines.append("notes = " + _toml(
         f"Added by `fuzzharness known add` from {source} on {datetime.date.today().isoformat()} "
         f"(case {finding.get('case_id')}, bucket {finding.get('bucket')}, root cause "
@@ -111,8 +138,10 @@ def add(repro_dir: str | Path, path: str | Path, *, bug_id: str | None = None,
     known = KnownBugs.load(path, corpus=False) if path.exists() else KnownBugs([])
     if any(b.id == bug_id for b in known.bugs):
         raise EntryError(f"{path} already has an entry {bug_id!r} (choose another with --id)")
-    path.write_text(before.rstrip("\n") + "\n" + entry_text(finding, bug_id=bug_id, link=link,
-                                                            source=str(src)))
+    witness = _write_witness(src, path, finding, bug_id)
+    path.write_text(before.rstrip("\n") + "\n" + entry_text(
+        finding, bug_id=bug_id, link=link, source=str(src),
+        witness=str(witness.relative_to(path.parent)) if witness else ""))
     try:
         known = KnownBugs.load(path, corpus=False)
         bug = next(b for b in known.bugs if b.id == bug_id)
@@ -123,5 +152,24 @@ def add(repro_dir: str | Path, path: str | Path, *, bug_id: str | None = None,
             raise EntryError(f"the new entry does not match its own repro ({sig.title()})")
     except Exception:
         path.write_text(before)
+        if witness:
+            witness.unlink()
         raise
     return bug
+
+
+def _write_witness(src: Path, path: Path, finding: dict[str, Any], bug_id: str) -> Path | None:
+    """``known_witnesses/<id>.json`` beside the known-bugs file, from the repro's case.json."""
+    try:
+        case = json.loads((src / "case.json").read_text())
+    except (OSError, ValueError):
+        return None  # a repro without its case: an entry of patterns only
+    doc = witness_doc(case, finding, bug_id=bug_id, source=str(src))
+    if doc is None:
+        return None
+    out = path.parent / WITNESSES / f"{bug_id}.json"
+    if out.exists():
+        raise EntryError(f"{out} already exists (choose another id with --id)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    return out

@@ -6,7 +6,8 @@
         error, or the minimized primitives and facts of a wrong answer) and its trigger (the
         minimized primitive sequence, the culprit pass, the options it needs), so that later
         campaigns report the bug as known — a raw bucket as *probably* known until its
-        minimized case has the same trigger
+        minimized case has the same trigger; and its witness, the repro's minimized case
+        with its root cause, as known_witnesses/<id>.json beside FILE
   known list [--file FILE]
         the entries (the file's and the regression corpus's)
   known check [ID ...] [--file FILE] [--record]
@@ -68,7 +69,9 @@ def main(args, argv) -> int:
         if len(args.paths) != 1:
             raise UsageError("known add takes one repro directory")
         entry = known_entries.add(args.paths[0], path, bug_id=args.id, link=args.link)
-        print(f"added {entry.id} to {path}: {entry.title}")
+        print(f"added {entry.id} to {path}: {entry.title}"
+              + (f"\n  witness {entry.witness} (run it: fuzzharness known check {entry.id}"
+                 + (f" --file {path}" if args.file else "") + ")" if entry.witness else ""))
         return EXIT_OK
     except (KnownBugsError, known_entries.EntryError) as e:
         raise UsageError(str(e)) from None
