@@ -383,7 +383,8 @@ def test_real_miscompile_minimizes_to_a_third_and_stays_the_same_bug(minimized_l
     # every pass is a named object with counters, in its order; the ones that simplified
     # this case say so, and the last round changed nothing (each pass ran once more)
     by_name = {p["name"]: p for p in m.passes}
-    assert [p["name"] for p in m.passes][:2] == ["options", "trace"] and "params" in by_name
+    assert [p["name"] for p in m.passes][:3] == ["options", "target", "trace"] and "params" in by_name
+    assert by_name["target"]["runs"] == 0  # an llvm case has no CPU-target candidate
     assert all(p["improved"] <= p["calls"] and p["runs"] >= 0 for p in m.passes)
     assert by_name["trace"]["improved"] >= 1 and by_name["params"]["improved"] >= 1
     assert by_name["options"]["improved"] >= 1  # the case had options; the repro has none
@@ -416,6 +417,47 @@ def test_a_known_bug_sharing_a_primitive_does_not_mask_another_miscompile(minimi
     only_parallel = KnownBugs.from_doc({"bug": [
         {"id": "parallel-bug", "title": "p", "match": {"symptom": "wrong_result", "primitives": ["parallel"]}}]})
     assert only_parallel.classify(m.signature, None, rc) is None  # new, not masked
+
+
+def test_a_gpu_case_whose_bug_is_not_the_gpus_own_moves_to_the_cpu():
+    """The CPU-target candidate of a GPU case: llvm, its binds dropped (and the lookups only
+    they used).  dlight's epilogue inlined into a unit reduction (the scheduled program is
+    wrong) is the same bug there; a float literal OpenCL prints with 7 digits (OpenCL's
+    codegen) passes there, so that candidate is refused.  A CPU case, or a GPU case without
+    a trace, has none."""
+    import json
+
+    from fuzzharness.buckets.known_identities import witness_case
+    from fuzzharness.buckets.signatures import Signature
+    from fuzzharness.core.traces import primitive_sequence
+    from fuzzharness.execution.stages import execute
+    from fuzzharness.minimize.passes import propose_cpu_target
+    from fuzzharness.minimize.predicate import SameBug
+    from tests.conftest import ROOT
+
+    def witness(name):
+        doc = json.loads((ROOT / "fuzzharness/known_witnesses" / f"{name}.json").read_text())
+        return Case.from_dict(witness_case(doc))
+
+    outcomes = {}
+    for name in ("dlight-epilogue-inlined-into-unit-reduction", "opencl-float-literal-7-digits"):
+        gpu = witness(name)
+        (cpu,) = propose_cpu_target(gpu)
+        kinds = [inst[0] for inst in cpu.trace[0]]
+        assert cpu.target == {"kind": "llvm"} and "Bind" not in kinds, kinds
+        assert "Bind" in [inst[0] for inst in gpu.trace[0]]
+        assert cpu.workload == gpu.workload and cpu.inputs == gpu.inputs
+        # the bucket the GPU case failed in (a wrong result at verify: both witnesses)
+        target = Signature("wrong_result", "verify", workload=gpu.workload_name,
+                           dtype=gpu.origin.get("dtype", ""),
+                           primitives=primitive_sequence(gpu.trace))
+        v = execute(cpu).verdict
+        outcomes[name] = (v.status.value, SameBug(target)(cpu.to_dict(), v), cpu, gpu)
+    assert outcomes["dlight-epilogue-inlined-into-unit-reduction"][:2] == ("wrong_result", True)
+    assert outcomes["opencl-float-literal-7-digits"][:2] == ("pass", False)
+    assert propose_cpu_target(outcomes["dlight-epilogue-inlined-into-unit-reduction"][2]) == []
+    no_trace = outcomes["opencl-float-literal-7-digits"][3].replace(schedule={"source": "none"})
+    assert propose_cpu_target(no_trace) == []
 
 
 def test_smaller_params_stay_inside_what_the_workload_can_draw():

@@ -13,7 +13,9 @@ Order (each phase stops at the deadline; the best case so far is always kept):
 3. the case passes (:func:`shrink_passes`, each a :class:`ShrinkPass` with its counters:
    calls, improvements, candidates run, seconds — printed with the result's phases) —
    compiler options, trace ddmin, decisions and factors, workload parameters, inputs —
-   repeated until a whole round changes nothing.  Their candidates run in batches, one per worker.  The schedule pass and
+   repeated until a whole round changes nothing (a GPU case is tried on llvm without its
+   binds right after the options: a bug that is not the GPU's own gets a repro that runs
+   anywhere).  Their candidates run in batches, one per worker.  The schedule pass and
    the first simplifications are the case kind's (:class:`fuzzharness.core.kinds.CaseKind`):
    for a TIR case ddmin over its trace and the sampling decisions; for a Relax graph case
    ddmin over each fused function's trace and the graph's own edits
@@ -241,8 +243,9 @@ class ShrinkPass:
 def shrink_passes(case: Case, ev: Evaluator, result: MinimizeResult) -> list[ShrinkPass]:
     """The case passes in the order they run: the compiler options first (one candidate
     drops them all, and a bucket whose time runs out in the trace ddmin must not keep options
-    the bug does not need), the case kind's schedule pass, its own simplifications, then
-    workload parameters and inputs."""
+    the bug does not need), a GPU case on the CPU target (before the trace ddmin, which then
+    runs on llvm), the case kind's schedule pass, its own simplifications, then workload
+    parameters and inputs."""
 
     def first(cands: list[Case]) -> Case | None:
         hit = ev.first_interesting(cands)
@@ -256,6 +259,7 @@ def shrink_passes(case: Case, ev: Evaluator, result: MinimizeResult) -> list[Shr
         return lambda c: passes.greedy(c, propose, first, stop, seen)
 
     return ([ShrinkPass("options", greedy(passes.propose_options)),
+             ShrinkPass("target", greedy(passes.propose_cpu_target)),
              ShrinkPass("trace", lambda c: kind.minimize_schedule(c, first, stop,
                                                                   result.target.stage))]
             + [ShrinkPass(name, greedy(propose)) for name, propose in kind.simplifications()]

@@ -291,6 +291,26 @@ def propose_options(case: Case) -> list[Case]:
     return out
 
 
+# -- the target -------------------------------------------------------------------------------------
+#: GPU targets whose kernels the CPU target can run too, once the thread bindings are gone
+GPU_KINDS = ("opencl", "cuda")
+
+
+def propose_cpu_target(case: Case) -> list[Case]:
+    """A TIR case on a GPU target, on llvm with its ``bind`` steps dropped (a bound loop
+    becomes a serial one): a bug of the schedule or of TVM's common lowering fails there
+    too, and its repro then runs anywhere, without pyopencl, a device or nvcc — and the
+    rest of the minimization no longer needs the GPU's scaffolding (the fuse/split that
+    made the thread loops).  A bug of the GPU's own lowering, codegen or runtime passes on
+    llvm, so this candidate is refused like any other."""
+    trace = case.schedule.get("trace")
+    if case.target.get("kind") not in GPU_KINDS or not trace_edit.instructions(trace):
+        return []
+    binds = [i for i, inst in enumerate(trace_edit.instructions(trace)) if inst[0] == "Bind"]
+    cpu = trace_edit.drop_dead_lookups(trace_edit.remove(trace, binds)) if binds else trace
+    return [edited(case, target={"kind": "llvm"}, schedule=dict(case.schedule, trace=cpu))]
+
+
 def greedy(case: Case, propose: Propose, first_interesting: Callable[[list[Case]], Case | None],
            should_stop: Callable[[], bool], seen: set[str] | None = None) -> Case:
     """Apply ``propose`` until none of its candidates is interesting (first one wins).
