@@ -69,9 +69,10 @@ def main(args, argv) -> int:
         if len(args.paths) != 1:
             raise UsageError("known add takes one repro directory")
         entry = known_entries.add(args.paths[0], path, bug_id=args.id, link=args.link)
-        print(f"added {entry.id} to {path}: {entry.title}"
-              + (f"\n  witness {entry.witness} (run it: fuzzharness known check {entry.id}"
-                 + (f" --file {path}" if args.file else "") + ")" if entry.witness else ""))
+        print(f"added {entry.id} to {path}: {entry.title}")
+        if entry.witness:
+            where = f" --file {path}" if args.file else ""
+            print(f"  witness {entry.witness} (run it: fuzzharness known check {entry.id}{where})")
         return EXIT_OK
     except (KnownBugsError, known_entries.EntryError) as e:
         raise UsageError(str(e)) from None
