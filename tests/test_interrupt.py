@@ -15,8 +15,17 @@ from tests.conftest import ROOT
 SCRIPT = """
 import os, signal, sys, time, weakref
 from fuzzharness.core import interrupt
-if sys.argv[1] == "harness":
+if sys.argv[1].startswith("harness"):
     interrupt.install()
+if sys.argv[1] == "harness-loaded":  # a loaded machine: starting a thread returns late
+    import threading
+    started = threading.Thread.start
+
+    def late_start(self):
+        started(self)
+        time.sleep(0.1)  # the redelivery timer (10 ms) fires before start() returns
+
+    threading.Thread.start = late_start
 
 class Thing:
     pass
@@ -46,6 +55,14 @@ def run(handlers: str) -> subprocess.CompletedProcess:
 
 def test_an_interrupt_raised_inside_a_weakref_callback_still_stops_the_command():
     r = run("harness")
+    assert (r.returncode, r.stdout.strip()) == (3, "interrupted"), r.stderr
+    assert "Exception ignored" not in r.stderr
+
+
+def test_a_redelivered_interrupt_that_lands_while_its_timer_starts_is_delivered_again():
+    """CI on a loaded machine: the redelivery timer fired while ``Timer.start`` still waited
+    for its thread, inside the hook — swallowed once more, and the command ran on."""
+    r = run("harness-loaded")
     assert (r.returncode, r.stdout.strip()) == (3, "interrupted"), r.stderr
     assert "Exception ignored" not in r.stderr
 

@@ -78,14 +78,26 @@ def _swallowed_interrupt_is_delivered_again(previous):
         if isinstance(unraisable.exc_value, KeyboardInterrupt) and interrupted.is_set() \
                 and left[0] > 0:
             left[0] -= 1
-            signal.signal(signal.SIGINT, _first)
-            # from another thread, once this hook has returned: raised here, it would be
-            # swallowed again (an exception out of the hook is ignored too)
-            threading.Timer(0.01, _thread.interrupt_main, (signal.SIGINT,)).start()
+            _interrupt_main_later()
             return
         previous(unraisable)
 
     return hook
+
+
+def _interrupt_main_later(delay: float = 0.01, tries: int = 5) -> None:
+    """Interrupt the main thread again, from another thread, once the hook has returned:
+    raised in the hook it would be swallowed again (an exception out of the hook is ignored
+    too).  Starting the thread waits until it runs, and on a loaded machine the timer may
+    fire before ``start`` returns — inside the hook: that interrupt is caught here and
+    delivered again, later."""
+    for attempt in range(tries):
+        signal.signal(signal.SIGINT, _first)
+        try:
+            threading.Timer(delay * 4 ** attempt, _thread.interrupt_main, (signal.SIGINT,)).start()
+            return
+        except KeyboardInterrupt:
+            continue
 
 
 def _first(signum, frame) -> None:
