@@ -393,6 +393,34 @@ def test_the_texel_and_partition_block_errors_are_their_entries_only(known):
         != "loop-partition-block-transform-layout-no-root-func"
 
 
+def test_transform_layout_dropping_the_producer_is_known_on_its_site_only(known):
+    """transform_layout with padding of a reverse_compute_at'ed copy's output drops the
+    producer under the shared loop (README campaign seed 1871757730; five labelled repros of
+    the dedup benchmark): known when the minimized failure's culprit step is transform_layout
+    on a block sharing the producer's outer loop — longer routes too.  transform_layout going
+    wrong on another site, another step, or a raw bucket that has not been minimized are not
+    (the last only probably)."""
+    from fuzzharness.buckets.root_causes import RootCause
+    from fuzzharness.buckets.signatures import Signature
+
+    entry = "transform-layout-pad-drops-producer-block"
+    prims = ("cache_write", "reverse_compute_at", "transform_layout")
+    sig = Signature("wrong_result", "verify", workload="reduce", dtype="float16", primitives=prims)
+
+    def classify(step, site, extra=()):
+        rc = RootCause("wrong_output", "verify", prims + extra, step=step, step_site=site)
+        m = known.classify(sig, "0.27.0", rc)
+        return m.bug.id if m else None
+
+    assert classify("transform_layout", ("site_shares_outer_loop",)) == entry
+    assert classify("transform_layout", ("site_shares_loop", "site_shares_outer_loop"),
+                    ("split",)) == entry
+    assert classify("transform_layout", ("site_reduction",)) != entry
+    assert classify("reverse_compute_at", ("site_shares_outer_loop",)) != entry
+    raw = known.classify(sig, "0.27.0")
+    assert raw is not None and raw.bug.id == entry and not raw.confirmed
+
+
 @pytest.mark.parametrize("doc, needle", [
     ({"bug": [{"id": "x", "title": "t", "match": {"symptom": "wrong_answer"}}]}, "match.symptom"),
     ({"bug": [{"id": "x", "title": "t", "match": {"symptom": "crash", "detail": "("}}]},
