@@ -421,6 +421,32 @@ def test_transform_layout_dropping_the_producer_is_known_on_its_site_only(known)
     assert raw is not None and raw.bug.id == entry and not raw.confirmed
 
 
+def test_a_padding_block_moved_under_its_inputs_copy_is_known_on_padded_workloads(known):
+    """reverse_compute_at of a pad block under its input copy's loop computes only the
+    copied region (README campaign seed 1871757730; four labelled dedup repros): known when
+    the minimized culprit step is that reverse_compute_at on pad, conv2d or depthwise_conv2d.
+    pool2d's moved sum (the re-run init, another bug) and a dense epilogue's move are not."""
+    from fuzzharness.buckets.root_causes import RootCause
+    from fuzzharness.buckets.signatures import Signature
+
+    entry = "reverse-compute-at-padding-consumer-drops-region"
+
+    def classify(workload, prims=("cache_read", "reverse_compute_at"), symptom="nan_inf",
+                 site=()):
+        sig = Signature(symptom, "verify", workload=workload, dtype="float32", primitives=prims)
+        rc = RootCause("wrong_output", "verify", prims, step="reverse_compute_at", step_site=site)
+        m = known.classify(sig, "0.27.0", rc)
+        return m.bug.id if m else None
+
+    assert classify("depthwise_conv2d", ("cache_read", "cache_write", "reverse_compute_at")) == entry
+    assert classify("pad") == classify("conv2d") == classify("pad", symptom="wrong_result") == entry
+    # the moved block is a reduction (the labelled pool2d repros' site): another bug
+    assert classify("pool2d", ("reverse_compute_at",), "wrong_result", ("site_reduction",)) != entry
+    assert classify("conv2d", site=("site_reduction",)) != entry
+    # another reverse_compute_at going wrong on a padded workload, on a shared loop
+    assert classify("conv2d", ("reverse_compute_at", "split"), site=("site_shares_loop",)) != entry
+
+
 @pytest.mark.parametrize("doc, needle", [
     ({"bug": [{"id": "x", "title": "t", "match": {"symptom": "wrong_answer"}}]}, "match.symptom"),
     ({"bug": [{"id": "x", "title": "t", "match": {"symptom": "crash", "detail": "("}}]},
