@@ -47,15 +47,16 @@ def launch_source(case: Case, scheduled_mod) -> str:
         raise NotReproducible(f"the launch plan cannot be read: {e}") from None
     plan: dict[str, Any] = code.plan.to_dict()
     compact = compact_launches(plan["launches"])
+    looped = compact != plan["launches"]  # a host loop was written once
     text = ("# How TVM's host function launches the kernels, in order (read from TVM's lowered "
             "host\n# function by tvm-fuzzharness; an argument is a parameter by position, a "
             "temporary the\n# host allocates, or a scalar); grid × block = the global work size.\n"
             + ("# A host loop's launches are written once: its scalar arguments are {'loop': k}, "
                "one\n# launch per value of the nested 'loops' [start, stop, step] (outer first).\n"
-               if compact != plan["launches"] else "")
+               if looped else "")
             + "LAUNCH = " + pprint.pformat(dict(plan, launches=compact), width=100,
                                             sort_dicts=False) + "\n")
-    if compact != plan["launches"]:
+    if looped:
         text += ("\n\n" + inspect.getsource(expand_launches) + "\n\n"
                  'LAUNCH["launches"] = expand_launches(LAUNCH["launches"])\n')
     return text
