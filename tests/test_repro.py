@@ -745,3 +745,37 @@ def test_a_reference_of_inf_and_nan_inputs_computes_without_numpy_warnings(tmp_p
         got = ns["reference"](x)
     e = expectation(case)
     assert arrays.same_bits(got["C"][0], e.expected["C"].value)
+
+
+@pytest.mark.slow
+def test_an_issue_too_long_for_github_keeps_what_is_read_first_and_the_rest_beside_it(
+        wrong_sum, tmp_path, monkeypatch):
+    from fuzzharness.repro import issue as issue_md
+
+    case, verdict, whole = wrong_sum
+    full = (whole.dir / "issue.md").read_text()
+    script = (whole.dir / "repro.py").read_text().rstrip()
+    ir = whole.triage.scheduled_tir.rstrip()
+    assert len(full) <= issue_md.GITHUB_BODY_LIMIT and script in full and ir in full
+    assert not (whole.dir / issue_md.IR_FILE).exists()
+    first_read = ("# [Bug]", "### Expected behavior", "got 1.0, expected 3.0", "### Environment",
+                  "sch.loop_partition(", "### Triage", "`loop_partition`")
+
+    def written(limit: int, name: str) -> Path:
+        monkeypatch.setattr(issue_md, "GITHUB_BODY_LIMIT", limit)
+        _, outcome = repro_of(case, tmp_path / name, triage=True)
+        text = (outcome.dir / "issue.md").read_text()
+        assert outcome.reproduced and len(text) <= limit
+        assert all(part in text for part in first_read)
+        return outcome.dir
+
+    # one character too many: the IR is cut, repro.py stays, the IR is whole beside the text
+    d = written(len(full) - 1, "ir-cut")
+    text = (d / "issue.md").read_text()
+    assert script in text and ir not in text and issue_md.IR_FILE in text
+    assert ir in (d / issue_md.IR_FILE).read_text()
+    # no room for the script either: the text says to attach it (it is in the directory)
+    d = written(len(full) - len(ir) - len(script) // 2, "script-out")
+    text = (d / "issue.md").read_text()
+    assert script not in text and "too long for an issue body: attach the file" in text
+    assert (d / "repro.py").read_text().rstrip() == script

@@ -10,6 +10,13 @@ expected behaviour, the triage hints) comes from the case's kind
 ``[Bug] [Relax] ...``, names its operators and compilation mode, and shows the Relax module.
 
 Only written for a repro that was verified to reproduce (see :mod:`fuzzharness.repro.package`).
+
+Invariant: the text fits in a GitHub issue body (:data:`GITHUB_BODY_LIMIT` characters; GitHub
+refuses a longer one).  What does not fit goes in this order: the IR after and before the
+first wrong pass and the scheduled TIR keep their first and last lines, then they go, then
+``repro.py`` is left out of the body with a line saying to attach the file (it is beside
+``issue.md`` in the repro directory).  The sections a maintainer reads first — the title,
+expected and actual behaviour, environment, the program excerpt, the hints — always stay.
 """
 
 from __future__ import annotations
@@ -24,6 +31,10 @@ from fuzzharness.core.kinds import issue_kind
 from fuzzharness.core.verdict import Verdict
 
 MAX_OUTPUT_LINES = 40
+GITHUB_BODY_LIMIT = 65536  # characters: GitHub's limit for an issue body
+#: what the IR sections keep, in lines, when the whole text is too long for an issue body
+IR_LINES_WHEN_LONG = 120
+IR_FILE = "triage-ir.md"  # the IR sections whole, written when the issue body cuts them
 
 
 def primitives(case: Case) -> list[str]:
@@ -223,49 +234,85 @@ def issue_markdown(*, case: Case, verdict: Verdict, bucket: str, signature: Sign
                 "fixed.", "", "The program and the schedule it applies:", "",
                 _fence(issue_kind(case).program_excerpt(script_text, schedule_lines, failing_call),
                        "python")]
-    out += [
-        "",
-        f"<details><summary>repro.py ({len(script_text.splitlines())} lines)</summary>",
-        "",
-        _fence(script_text, "python"),
-        "",
-        "</details>",
-        "",
-        "### Triage",
-        "",
-        "* needs-triage",
-        "* type: bug",
-        "",
-        "Hints from the fuzzer:",
-        "",
-        f"- schedule primitives involved: {', '.join(f'`{p}`' for p in prims) or 'none'}",
-    ]
-    out += issue_kind(case).hints(case, triage)
+    head_lines = out
+    script = ["", f"<details><summary>repro.py ({len(script_text.splitlines())} lines)</summary>",
+              "", _fence(script_text, "python"), "", "</details>"]
+    hints = ["", "### Triage", "", "* needs-triage", "* type: bug", "", "Hints from the fuzzer:",
+             "", f"- schedule primitives involved: {', '.join(f'`{p}`' for p in prims) or 'none'}"]
+    hints += issue_kind(case).hints(case, triage)
     if not minimized and case.origin.get("minimized_from"):
-        out.append(f"- found by tvm-fuzzharness and minimized from case "
-                   f"`{case.origin['minimized_from']}`")
+        hints.append(f"- found by tvm-fuzzharness and minimized from case "
+                     f"`{case.origin['minimized_from']}`")
     if minimized:
-        out.append(f"- found by tvm-fuzzharness and minimized from case `{minimized.get('original_case_id')}`"
-                   f" ({minimized.get('unit') or 'trace instructions'} "
-                   f"{minimized.get('original_length')} → {minimized.get('length')} "
-                   f"in {minimized.get('seconds')} s); bucket signature: "
-                   f"{signature.title() if signature else bucket}")
+        hints.append(f"- found by tvm-fuzzharness and minimized from case "
+                     f"`{minimized.get('original_case_id')}` "
+                     f"({minimized.get('unit') or 'trace instructions'} "
+                     f"{minimized.get('original_length')} → {minimized.get('length')} "
+                     f"in {minimized.get('seconds')} s); bucket signature: "
+                     f"{signature.title() if signature else bucket}")
     if root_cause is not None:
-        out.append(f"- root cause (what the minimized case keeps): {root_cause.title()}")
+        hints.append(f"- root cause (what the minimized case keeps): {root_cause.title()}")
     oob = out_of_bounds(verdict)
     if oob:
-        out.append(f"- memory: the kernel {oob}")
+        hints.append(f"- memory: the kernel {oob}")
+    irs = ir_sections(triage)
+    return _fit(head_lines, script, hints, irs, len(script_text.splitlines()))
+
+
+def ir_sections(triage: Any) -> list[tuple[str, str]]:
+    """The IR an issue shows, as (summary, text): the scheduled TIR, and the IR given to the
+    first wrong pass and after it (not when a located defect makes that pass a bystander)."""
+    irs: list[tuple[str, str]] = []
     if triage is not None and triage.scheduled_tir:
-        out += ["", "<details><summary>Scheduled TIR (before lowering)</summary>", "",
-                _fence(triage.scheduled_tir, "python"), "", "</details>"]
+        irs.append(("Scheduled TIR (before lowering)", triage.scheduled_tir))
     p = triage.first_wrong_pass if triage is not None else None
-    if p and triage.ir_before:  # not when a located defect makes the pass a bystander
-        out += ["", f"<details><summary>IR given to {p}</summary>", "",
-                _fence(triage.ir_before, "python"), "", "</details>"]
+    if p and triage.ir_before:
+        irs.append((f"IR given to {p}", triage.ir_before))
         if triage.ir_after:
-            out += ["", f"<details><summary>IR after {p}</summary>", "",
-                    _fence(triage.ir_after, "python"), "", "</details>"]
-    return "\n".join(out) + "\n"
+            irs.append((f"IR after {p}", triage.ir_after))
+    return irs
+
+
+def ir_markdown(irs: list[tuple[str, str]]) -> str:
+    """The IR sections whole, for ``IR_FILE`` when the issue body could not hold them."""
+    return "\n".join(line for summary, ir in irs for line in _details(summary, ir)) + "\n"
+
+
+def _details(summary: str, text: str) -> list[str]:
+    return ["", f"<details><summary>{summary}</summary>", "", _fence(text, "python"), "",
+            "</details>"]
+
+
+def _fit(head: list[str], script: list[str], hints: list[str], irs: list[tuple[str, str]],
+         script_lines: int) -> str:
+    """The issue text, cut to :data:`GITHUB_BODY_LIMIT` characters in the module docstring's
+    order."""
+    limit = GITHUB_BODY_LIMIT
+    def text(script_part: list[str], ir_parts: list[tuple[str, str]], dropped: int) -> str:
+        out = head + script_part + hints
+        for summary, ir in ir_parts:
+            out += _details(summary, ir)
+        if dropped or ir_parts != irs:
+            out += ["", f"(IR cut to fit an issue body, {limit} characters"
+                        f"{f'; {dropped} section(s) left out' if dropped else ''}: `{IR_FILE}`, "
+                        f"beside this text in the repro directory, has them whole)"]
+        return "\n".join(out) + "\n"
+
+    full = text(script, irs, 0)
+    if len(full) <= limit:
+        return full
+    short = [(f"{s} (first and last lines)", _trim(ir, IR_LINES_WHEN_LONG)) for s, ir in irs]
+    for keep in range(len(short), -1, -1):  # the last sections (the IR after the pass) go first
+        candidate = text(script, short[:keep], len(short) - keep)
+        if len(candidate) <= limit:
+            return candidate
+    attach = ["", f"`repro.py` ({script_lines} lines) is too long for an issue body: attach the "
+                  f"file (it is beside this text, in the repro directory)."]
+    short_text = text(attach, [], len(irs))
+    if len(short_text) <= limit:
+        return short_text
+    # only a giant program excerpt or output gets here: cut it, closing the open fence
+    return short_text[:limit - 200] + f"\n````\n\n(cut at the issue body's limit, {limit} characters)\n"
 
 
 def _json(obj: Any) -> str:

@@ -143,6 +143,11 @@ def write_repro(out: str | Path, case: Case, verdict: Verdict, *, bucket: str,
         triage=t, date=date, minimized=minimized, runs=len(runs), failing_call=failing_call,
         issue_title=title, snippet=short, root_cause=rc)
     (d / "issue.md").write_text(text)
+    irs = issue_md.ir_sections(t)
+    if any(ir.rstrip() not in text for _, ir in irs):  # cut to fit an issue body: keep them whole here
+        (d / issue_md.IR_FILE).write_text(issue_md.ir_markdown(irs))
+    else:
+        (d / issue_md.IR_FILE).unlink(missing_ok=True)
     (d / "NOT-REPRODUCED.md").unlink(missing_ok=True)
     return ReproResult(bucket, d, True, runs, title, record, triage=t, root_cause=rc)
 
