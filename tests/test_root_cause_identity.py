@@ -626,3 +626,50 @@ def test_a_located_step_is_compared_by_instructions_not_primitives():
     assert step == "pad_einsum" and "binding_outside_domain" in facts, (step, facts)
     rc = root_cause(case.to_dict(), sig, "", step, facts, site)
     assert rc.evidence == "ir_shape" and rc.located == ("binding_outside_domain",)
+
+
+@pytest.mark.slow
+def test_a_device_kernels_failure_gets_its_culprit_step_in_a_repro(tmp_path):
+    """The pass probe runs kernels on the CPU, so a device kernel's run-stage failure is not
+    pass-probed; its culprit step still is (the step probe runs the prefixes on the device),
+    as ``known check`` does for a witness.  Without the step, a campaign keyed an argmax
+    route of the cross-thread write-back bug by its primitive set (split, reorder, fuse,
+    bind — the plainest GPU schedule there is) and reported it new while the entry's witness
+    knew the bug by its step.  The other side: an OpenCL codegen bug whose first failing
+    prefix is only the bind that makes a kernel exist is named by no step, and stays apart."""
+    from fuzzharness.buckets.known_bugs import KnownBugs
+    from fuzzharness.buckets.known_identities import witness_case
+    from fuzzharness.buckets.root_causes import RootCause
+    from fuzzharness.buckets.signatures import signature
+    from fuzzharness.core.tvm_support import versions
+    from fuzzharness.execution.stages import execute
+    from fuzzharness.repro.package import write_repro
+    from tests.conftest import ROOT, need
+    from tests.test_graphs import _opencl_images
+
+    need(_opencl_images())
+    known = KnownBugs.load()
+    found = {}
+    for name in ("cross-thread-reduction-writeback-drops-predicate-argmax-route",
+                 "opencl-float-literal-7-digits"):
+        doc = json.loads((ROOT / "fuzzharness/known_witnesses" / f"{name}.json").read_text())
+        case = Case.from_dict(witness_case(doc))
+        verdict = execute(case).verdict
+        sig = signature(case.to_dict(), verdict)
+        outcome = write_repro(tmp_path / name, case, verdict, bucket=sig.key, signature=sig,
+                              versions=versions(), triage=True)
+        assert outcome.reproduced, outcome.problem
+        issue = (outcome.dir / "issue.md").read_text()
+        assert "lowering passes: not probed (the pass probe runs kernels on the CPU" in issue
+        found[name] = (verdict, outcome.root_cause, known.classify(sig, None, outcome.root_cause))
+    (v, rc, m) = found["cross-thread-reduction-writeback-drops-predicate-argmax-route"]
+    assert (v.stage.value, v.details.get("kind")) == ("run", "out_of_bounds"), v.line()
+    assert (rc.step, rc.evidence) == ("bind", "step_site") and "site_reduction" in rc.step_site, rc
+    witness = json.loads((ROOT / "fuzzharness/known_witnesses"
+                          / "cross-thread-reduction-writeback-drops-predicate.json").read_text())
+    assert witness["workload"]["name"] == "matmul_texture" and witness["target"]["device"] == "adreno"
+    assert rc.key == RootCause.from_dict(witness["root_cause"]).key  # matmul_texture's, on Adreno
+    assert m is not None and m.bug.id == "cross-thread-reduction-writeback-drops-predicate"
+    (v2, rc2, m2) = found["opencl-float-literal-7-digits"]
+    assert v2.stage.value == "verify" and (rc2.step, rc2.evidence) == ("", "trigger"), rc2
+    assert rc2.key != rc.key and (m2 is None or m2.bug.id != m.bug.id)

@@ -18,6 +18,7 @@ from fuzzharness.core.verdict import Status, Verdict
 from fuzzharness.execution.tir_run import RUN
 from fuzzharness.kinds.tir import generation_failure, issue_text, pass_bisect, script
 from fuzzharness.minimize import passes, step_bisect, trace_edit
+from fuzzharness.repro.triage import Triage
 
 
 class TirKind(CaseKind):
@@ -55,9 +56,14 @@ class TirKind(CaseKind):
         if verdict.status is Status.TIMEOUT:
             return None
         if case.target.get("kind") != "llvm" and verdict.stage.value in ("run", "verify"):
-            return None  # the probe runs kernels on the CPU; a device kernel is not probed
-        t = pass_bisect.triage(case, symptom=verdict.status.value, pattern=pattern,
-                               workdir=workdir, verdict=verdict)
+            # the pass probe runs kernels on the CPU: a device kernel's passes are not
+            # probed, but its culprit step is (the step probe runs the prefixes on the
+            # device, as `known check` does for a witness: the same root-cause key either way)
+            t = Triage(note="lowering passes: not probed (the pass probe runs kernels on the "
+                            "CPU; this one runs on the device)")
+        else:
+            t = pass_bisect.triage(case, symptom=verdict.status.value, pattern=pattern,
+                                   workdir=workdir, verdict=verdict)
         sig = signature(case.to_dict(), verdict)
         if sig is not None and not sig.has_text and case.trace:  # a schedule-level bug's step
             try:
