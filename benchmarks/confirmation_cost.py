@@ -49,7 +49,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-SIDES = ("plain", "preload", "dry-runs")
+SIDES = ("plain", "preload", "dry-runs", "frozen")
 WARM_SEED = 99  # the warm-up cases of the warm side
 #: the findings taken: those whose run ends (a crash may be heap damage that hangs, which a
 #: worker's timeout would end and this benchmark, without one, would wait for)
@@ -120,8 +120,12 @@ def side(name: str, path: str) -> None:
     if name != "plain":
         preload.case_modules()
     t = cpu_self()
-    if name == "dry-runs":
+    if name in ("dry-runs", "frozen"):
         preload.dry_runs()
+    if name == "frozen":
+        import gc
+
+        gc.freeze()
     setup = cpu_self() - t
     data = json.loads(Path(path).read_text())
 
