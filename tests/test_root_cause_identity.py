@@ -673,3 +673,101 @@ def test_a_device_kernels_failure_gets_its_culprit_step_in_a_repro(tmp_path):
     (v2, rc2, m2) = found["opencl-float-literal-7-digits"]
     assert v2.stage.value == "verify" and (rc2.step, rc2.evidence) == ("", "trigger"), rc2
     assert rc2.key != rc.key and (m2 is None or m2.bug.id != m.bug.id)
+
+
+def test_a_block_reading_what_its_regions_omit_is_located_at_cache_index():
+    """read_undeclared_buffer: cache_index rewrites conv to load through index buffers and
+    keeps conv's old read regions; the fact appears at cache_index.  The unscheduled conv2d,
+    and decompose_reduction + cache_read (regions kept right), do not have it."""
+    from fuzzharness.core.tvm_support import replay_trace
+    from fuzzharness.execution.facts import located_facts
+    from fuzzharness.generators.workloads import workloads
+
+    def conv():
+        sch = replay_trace(workloads["conv2d"].prim_func(
+            {"N": 1, "H": 4, "W": 4, "C": 2, "KH": 3, "KW": 3, "stride": 1, "pad": 1,
+             "dilation": 1, "F": 2, "dtype": "float32", "layout": "NCHW"}), None)
+        return sch, sch.get_sblock("conv")
+
+    sch, block = conv()
+    assert located_facts(sch.mod) == []
+    sch.cache_index(block, "global")
+    assert located_facts(sch.mod) == ["read_undeclared_buffer"]
+    sch, block = conv()
+    sch.decompose_reduction(block, sch.get_loops(block)[0])
+    sch.cache_read(sch.get_sblock("conv_update"), 1, "local")
+    assert located_facts(sch.mod) == []
+
+
+def test_a_defect_the_unscheduled_program_has_is_no_steps():
+    """The step probe locates a defect at the first step whose program has it — never at a
+    step when the program had it before any step (a frontend's, say): a plugin workload
+    whose block declares fewer reads than it loads, then one split, is located nowhere."""
+    from fuzzharness.core.tvm_support import replay_trace, trace_to_json
+    from fuzzharness.execution.facts import located_facts
+    from fuzzharness.generators.workloads import workloads
+    from fuzzharness.minimize.located import located_step
+
+    base = workloads["elementwise"]
+    undeclared = type("Undeclared", (type(base),), {"name": "undeclared_read", "source": lambda self, p: (
+        "@T.prim_func(s_tir=True)\n"
+        "def main(A: T.Buffer((8,), \"float32\"), B: T.Buffer((8,), \"float32\"), "
+        "C: T.Buffer((8,), \"float32\")):\n"
+        "    for i in range(8):\n"
+        "        with T.sblock(\"C\"):\n"
+        "            vi = T.axis.remap(\"S\", [i])\n"
+        "            T.reads(A[vi])\n"
+        "            T.writes(C[vi])\n"
+        "            C[vi] = A[vi] + B[vi]\n")})()
+    workloads.add("undeclared_read", undeclared)
+    try:
+        func = undeclared.prim_func({})
+        assert located_facts(replay_trace(func, None).mod) == ["read_undeclared_buffer"]
+        sch = replay_trace(func, None)
+        sch.split(sch.get_loops(sch.get_sblock("C"))[0], [None, 4])
+        case = Case(workload={"name": "undeclared_read", "params": {}},
+                    inputs={"distribution": "ones", "seed": 0},
+                    schedule={"source": "test", "trace": trace_to_json(sch.trace)},
+                    oracle={"mode": "exact"}, origin={"dtype": "float32"})
+        assert located_step(case) is None
+    finally:
+        workloads.remove("undeclared_read")
+
+
+@pytest.mark.slow
+def test_cache_index_routes_are_one_root_cause_whatever_the_symptom():
+    """Garbage indices (cache_index's stale regions, a write-back misplaced after the reader)
+    give a wrong output or a SIGSEGV depending on the memory read: the known entry's two
+    witnesses (conv2d: wrong output; with a parallel loop: SIGSEGV) and the dedup
+    benchmark's pool2d route (cache_index, merge, cache_write) have one root-cause key,
+    located at cache_index.  The other side: the benchmark's read_at + cache_index repro (a
+    read_at bug; cache_index is a bystander) keeps its own key.  The verdicts come from a
+    worker process: a SIGSEGV must not take the test with it."""
+    from fuzzharness.buckets.known_identities import witness_case
+    from fuzzharness.buckets.root_causes import root_cause
+    from fuzzharness.buckets.signatures import signature
+    from fuzzharness.engine.pool import WorkerPool
+    from fuzzharness.minimize import step_bisect
+    from tests.conftest import ROOT
+
+    docs = {n: witness_case(json.loads((ROOT / "fuzzharness/known_witnesses" / f"{n}.json").read_text()))
+            for n in ("cache-index-keeps-stale-read-regions",
+                      "cache-index-keeps-stale-read-regions-crash-route")}
+    bench = {r["id"]: r["case"] for r in json.loads((ROOT / "benchmarks/dedup/cases.json").read_text())}
+    docs["pool2d"] = bench["seed7/2ef895d3627c5761"]
+    docs["read_at"] = bench["seed11/6236bdd3c0b879a6"]
+    names = list(docs)
+    with WorkerPool(1, timeout=60) as pool:
+        verdicts = {names[r.task["task"]]: r.verdict
+                    for r in pool.run([{"task": i, "case": docs[n]} for i, n in enumerate(names)])}
+    keys = {}
+    for name in names:
+        case = {k: v for k, v in docs[name].items() if k != "id"}
+        sig = signature(case, verdicts[name])
+        assert sig is not None, (name, verdicts[name].line())
+        rc = root_cause(case, sig, "", *step_bisect.culprit_step(Case.from_dict(case), sig))
+        keys[name] = rc
+    for name in names[:3]:  # a wrong output, nan or a SIGSEGV: it varies run to run
+        assert (keys[name].step, keys[name].located) == ("cache_index", ("read_undeclared_buffer",)), name
+    assert len({keys[n].key for n in names[:3]}) == 1, {n: verdicts[n].line()[:60] for n in names}
+    assert keys["read_at"].step == "read_at" and keys["read_at"].key != keys["pool2d"].key

@@ -118,14 +118,14 @@ PADDING_STEPS = frozenset({"pad_einsum"})
 MECHANISM_FACTS = frozenset({"alloc_in_vectorized_loop", "read_region_incomplete"})
 #: facts of a defect a schedule step leaves in the scheduled program
 #: (:func:`fuzzharness.execution.facts.located_facts`), found on the prefix that first has it
-#: (:func:`fuzzharness.minimize.step_bisect.located_step`) and keyed with that step's family:
-#: the same defect made by different primitives is different bugs (pad_einsum enlarging a
-#: shared loop; a reindex_cache copy dropping a split's predicate; rfactor of a predicated
-#: loop — benchmarks/dedup_precision.py).  The step may come before the first *failing*
-#: prefix (a later transform_layout moves pad_einsum's harmless stores onto a live row).
+#: (:func:`fuzzharness.minimize.located.located_step`), keyed with that step's family: one
+#: defect made by different primitives is different bugs (pad_einsum enlarging a shared loop;
+#: a reindex_cache copy or rfactor dropping a predicate — benchmarks/dedup_precision.py).  The
+#: step may precede the first *failing* prefix (transform_layout moves pad_einsum's stores).
 LOCATED_MECHANISMS = {"binding_outside_domain": "leaves a block running outside its domain",
-                      "init_without_reduction_iterator":  # pad_einsum, an inlined epilogue: routes
-                      "makes a reduction iterator spatial and keeps the block's T.init()"}
+                      "init_without_reduction_iterator": "makes a reduction iterator spatial "
+                      "and keeps the block's T.init()",  # pad_einsum, an inlined epilogue: routes
+                      "read_undeclared_buffer": "leaves a block reading buffers its regions omit"}
 MEMORY_OR_GARBAGE = "crash/memory or wrong_output"
 #: facts of shapes that bugs other than a mechanism's leave: a raw case with one of them
 #: beside a mechanism fact may hold a second bug, so it is not attached unminimized (seed 11:

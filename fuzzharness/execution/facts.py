@@ -178,19 +178,51 @@ def _read_region_incomplete(func) -> bool:
 #: facts of a defect a schedule step makes (:func:`located_facts`)
 BINDING_OUTSIDE_DOMAIN = "binding_outside_domain"
 INIT_WITHOUT_REDUCTION = "init_without_reduction_iterator"
+READ_UNDECLARED = "read_undeclared_buffer"
 
 
 def located_facts(mod) -> list[str]:
     """The located facts (see the module docstring) of ``mod``'s scheduled PrimFuncs, sorted."""
     out = []
     for fact, holds in ((BINDING_OUTSIDE_DOMAIN, _binding_outside_domain),
-                        (INIT_WITHOUT_REDUCTION, _init_without_reduction_iterator)):
+                        (INIT_WITHOUT_REDUCTION, _init_without_reduction_iterator),
+                        (READ_UNDECLARED, _read_undeclared_buffer)):
         try:
             if holds(mod):
                 out.append(fact)
         except Exception:  # noqa: BLE001 - best effort
             continue
     return out
+
+
+def _read_undeclared_buffer(mod) -> bool:
+    import tvm_ffi
+    from tvm import s_tir, tirx
+
+    probe = tirx.decl_buffer((1,), "float32")  # tirx.BufferLoad is a constructor in 0.27
+    load_type = type(tirx.BufferLoad(probe, [tirx.IntImm("int32", 0)]))
+    found: list = []
+
+    def on_block(block) -> None:
+        inner: list = []
+        tvm_ffi.structural_walk(block.body, [(s_tir.SBlock, inner.append)])
+        if inner:  # a leaf's regions are the ones primitives read; an outer block sums them
+            return
+        declared = {hash(r.source) for r in (*block.reads, *block.writes)}
+        declared |= {hash(b) for b in block.alloc_buffers}
+        loads: list = []
+        for stmt in (block.body, block.init):
+            if stmt is not None:
+                tvm_ffi.structural_walk(stmt, [(load_type, loads.append)])
+        for ld in loads:
+            buf = getattr(ld, "source", getattr(ld, "buffer", None))
+            if buf is not None and hash(buf) not in declared:
+                found.append(block)
+                return
+
+    for _, func in mod.functions.items():
+        tvm_ffi.structural_walk(func, [(s_tir.SBlock, on_block)])
+    return bool(found)
 
 
 def _init_without_reduction_iterator(mod) -> bool:

@@ -15,7 +15,7 @@ fuzzharness.minimize.located``: the case's JSON on stdin, the answer's on stdout
 crash, a timeout or unreadable output as "no defect located".
 
 Invariants: a function of the case's plain data; None unless the whole case's program has a
-located fact; the step named is a schedule primitive of the probed trace, at the position
+located fact the unscheduled program does not have; the step named is a schedule primitive of the probed trace, at the position
 returned (1 for the first step).
 """
 
@@ -46,7 +46,11 @@ def located_step(case: Case) -> Located | None:
     func, trace = program_and_trace(case)
     if func is None:
         return None
-    whole = set(located_facts(replay_trace(func, trace).mod))
+    import tvm
+
+    # a defect the program has before any step is no step's (a frontend's, say)
+    before = set(located_facts(tvm.IRModule({"main": func})))
+    whole = set(located_facts(replay_trace(func, trace).mod)) - before
     if not whole:
         return None
     steps = trace_edit.step_indices(trace)

@@ -59,6 +59,9 @@ _LOCATED_TEXT = {
     "init_without_reduction_iterator": (
         "a block keeps its `T.init()` with no reduction iterator left (TVM runs such an init "
         "at every iteration)", "changes how the reset sum shows"),
+    "read_undeclared_buffer": (
+        "a block loads a buffer its `T.reads` does not name (primitives order blocks by "
+        "the declared regions)", "changes where the misordered reads land"),
 }
 
 
