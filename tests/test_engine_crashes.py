@@ -214,3 +214,60 @@ def test_a_caller_that_holds_the_results_does_not_make_workers_look_dead(monkeyp
                 time.sleep(14)  # longer than both timeouts: the other worker's result waits
         assert [r.verdict.status for r in results] == [Status.PASS] * 3
         assert pool.restarts == 0
+
+
+#: a real TVM segfault inside a schedule primitive: reindex of a block with no enclosing loop
+#: (what a README campaign's graph drew: crash/SIGSEGV@generate)
+LOOPLESS_REINDEX = '''
+from tvm import s_tir
+from tvm.script import tirx as T
+
+
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((1, 1), "float32"), B: T.Buffer((1,), "float32")):
+    with T.sblock("mean"):
+        v0 = T.axis.spatial(1, 0)
+        vk = T.axis.reduce(1, 0)
+        T.reads(A[v0, vk])
+        T.writes(B[v0])
+        with T.init():
+            B[v0] = T.float32(0)
+        B[v0] = B[v0] + A[v0, vk]
+
+
+sch = s_tir.Schedule(main)
+sch.reindex(sch.get_sblock("mean"), ("read", 0))
+'''
+
+
+def test_a_compiler_crash_is_bucketed_where_it_crashed(tmp_path):
+    """A worker killed by a signal while TVM compiles (a schedule drawn or replayed, lowering,
+    codegen) gets the site of the innermost TVM frame of the backtrace TVM prints, as a
+    compile error gets its throw site: two primitives that segfault are two buckets, not
+    one "crash in stage schedule".  A crash while a kernel runs gets none (the crashing code
+    is the kernel).  The pool keeps its workers' logs even without a log directory."""
+    import signal
+    import subprocess
+    import sys
+
+    from fuzzharness.buckets.known_identities import witness_case
+    from fuzzharness.buckets.signatures import signature
+    from fuzzharness.engine.worker_deaths import death_verdict
+
+    script = tmp_path / "crash.py"
+    script.write_text(LOOPLESS_REINDEX)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == -signal.SIGSEGV, r.stderr[-2000:]
+    assert death_verdict(r.returncode, "generate", r.stderr).details["site"] == ":tvm::s_tir::ReIndex"
+    assert "site" not in death_verdict(r.returncode, "run", r.stderr).details
+    names = ("loop-partition-multiple-blocks-segfault", "reindex-cache-read-of-written-buffer-segfault")
+    docs = [witness_case(json.loads((ROOT / "fuzzharness/known_witnesses" / f"{n}.json").read_text()))
+            for n in names]
+    with WorkerPool(2, timeout=120) as pool:
+        verdicts = {names[r.task["task"]]: r.verdict
+                    for r in pool.run([{"task": i, "case": d} for i, d in enumerate(docs)])}
+    sites = {n: (v.status.value, v.stage.value, v.details.get("site")) for n, v in verdicts.items()}
+    assert sites == {names[0]: ("crash", "schedule", ":tvm::s_tir::LoopPartition"),
+                     names[1]: ("crash", "schedule", ":tvm::s_tir::ReindexCacheRead")}, sites
+    keys = {signature(d, verdicts[n]).key for n, d in zip(names, docs, strict=True)}
+    assert len(keys) == 2

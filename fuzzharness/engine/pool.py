@@ -38,6 +38,7 @@ import os
 import selectors
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -92,7 +93,9 @@ class WorkerPool(Executor):
         self.n, self.fresh_tasks = max(1, workers), fresh_tasks
         self.timeout = timeout
         self.memory_mb = memory_mb
-        self.log_dir = Path(log_dir) if log_dir else None
+        # no log_dir: the pool's own, so that a death's verdict has its log tail (a crash's site)
+        self._own_logs = None if log_dir else tempfile.TemporaryDirectory(prefix="fuzzharness-")
+        self.log_dir = Path(log_dir or self._own_logs.name)
         self.env = env
         self.hygiene = hygiene
         self._added: collections.deque[Task] = collections.deque()  # see add()
@@ -112,11 +115,8 @@ class WorkerPool(Executor):
     # -- lifecycle --------------------------------------------------------------------------
     def _spawn(self, slot: int) -> WorkerProcess:
         fresh = slot == FRESH_SLOT
-        if self.log_dir is not None:
-            self.log_dir.mkdir(parents=True, exist_ok=True)
-            log_path = self.log_dir / ("worker-fresh.log" if fresh else f"worker-{slot}.log")
-        else:
-            log_path = Path(os.devnull)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        log_path = self.log_dir / ("worker-fresh.log" if fresh else f"worker-{slot}.log")
         log = open(log_path, "ab")  # noqa: SIM115 - owned by the child
         # $FUZZHARNESS_WORKER_PYTHON: another interpreter and its TVM (core/interpreter.py)
         python, env = interpreter.command_env(self.env)

@@ -19,6 +19,12 @@ Classification rules (the ``details["kind"]`` of a ``crash``):
                    the kernel's OOM killer sends SIGKILL too, which the message points out);
 ``exit``           the process exited with a status without sending a verdict.
 
+A death by a signal in a compiler stage (``generate`` — a schedule drawn —, ``schedule``,
+``lower``, ``codegen``, ``build``) gets the ``site`` of a compile error: the innermost TVM
+frame of the backtrace TVM prints when it crashes (``tvm::s_tir::ReIndex``), so that two
+primitives that segfault are two buckets, not one "crash in stage generate"
+(:func:`crash_site`).  Not in ``run``: there the crashing code is the generated kernel.
+
 A death is a TVM finding in every stage: even in ``verify`` (numpy, harness code) the likely
 cause is generated code that corrupted the heap earlier, and hiding that would hide a
 miscompile.  Exceptions in harness code are told apart inside the worker, where the
@@ -50,6 +56,33 @@ MALLOC_ERROR = re.compile(
     r"|double free or corruption[^\n]*|corrupted size vs\. prev_size[^\n]*"
     r"|corrupted double-linked list[^\n]*"
 )
+
+
+#: a frame of the backtrace TVM prints on a fatal signal (innermost first)
+FRAME = re.compile(r'^\s*File "([^"]*)", line \d+, in (.+?)\s*$')
+#: the IR visitors' own machinery: a crash inside it names the caller, not the dispatch
+GENERIC_FRAME = re.compile(r"^tvm::(?:ffi::|ObjectMutator::|ObjectVisitor::|NodeFunctor)"
+                           r"|::(?:Stmt|Expr|StmtExpr)(?:Mutator|Visitor|Functor)\b")
+COMPILER_STAGES = frozenset({Stage.GENERATE, Stage.SCHEDULE, Stage.LOWER, Stage.CODEGEN,
+                             Stage.BUILD})
+
+
+def crash_site(log_tail: str) -> str:
+    """``file:function`` of the innermost TVM frame (``tvm::...``) of the last backtrace in
+    the log, as :func:`fuzzharness.execution.facts.throw_site` writes a compile error's
+    ("" when the log has none); a file TVM's backtrace does not know is left empty."""
+    from fuzzharness.execution.facts import site_of_frame
+
+    lines = (log_tail or "").splitlines()
+    start = max((i for i, ln in enumerate(lines) if "Segfault encountered" in ln
+                 or ln.startswith("Stack trace") or "Fatal Python error" in ln), default=0)
+    for ln in lines[start:]:
+        m = FRAME.match(ln)
+        if m and m.group(2).startswith("tvm::"):
+            site = site_of_frame(m.group(1), m.group(2))
+            if not GENERIC_FRAME.search(site.split(":", 1)[1]):
+                return site
+    return ""
 
 
 def malloc_error(log_tail: str) -> str:
@@ -115,6 +148,8 @@ def death_verdict(
     elif sig:
         details["kind"] = "signal"
         what = f"killed by {sig}"
+        if st in COMPILER_STAGES and (site := crash_site(log_tail)):
+            details["site"] = site
         if sig == "SIGKILL":
             what += " (not by the harness: possibly the kernel's OOM killer)"
     else:

@@ -79,8 +79,7 @@ def throw_site(exc: BaseException) -> str:
         for filename, func in reversed(frames):
             norm = filename.replace("\\", "/")
             if norm.endswith((".cc", ".h", ".cpp")):
-                path = norm.split("/src/", 1)[1] if "/src/" in norm else norm.rsplit("/", 1)[-1]
-                return f"{path}:{_function_name(func)}"
+                return site_of_frame(norm, func)
         for filename, func in reversed(frames):
             norm = filename.replace("\\", "/")
             for pkg in ("/tvm/", "/tvm_ffi/"):
@@ -89,6 +88,16 @@ def throw_site(exc: BaseException) -> str:
     except Exception:  # noqa: BLE001 - best effort
         pass
     return ""
+
+
+def site_of_frame(filename: str, func: str) -> str:
+    """``file:function`` of one native frame: the file relative to TVM's ``src/`` (or its
+    base name; empty when unknown), the function without its argument list."""
+    norm = filename.replace("\\", "/")
+    if not norm.endswith((".cc", ".h", ".cpp")):
+        norm = ""
+    path = norm.split("/src/", 1)[1] if "/src/" in norm else norm.rsplit("/", 1)[-1]
+    return f"{path}:{_function_name(func)}"
 
 
 def _function_name(signature: str) -> str:
