@@ -742,33 +742,22 @@ def test_cache_index_routes_are_one_root_cause_whatever_the_symptom():
     witnesses (conv2d: wrong output; with a parallel loop: SIGSEGV) and the dedup
     benchmark's pool2d route (cache_index, merge, cache_write) have one root-cause key,
     located at cache_index.  The other side: the benchmark's read_at + cache_index repro (a
-    read_at bug; cache_index is a bystander) keeps its own key.  The verdicts come from a
-    worker process: a SIGSEGV must not take the test with it."""
+    read_at bug; cache_index is a bystander) keeps its own key.  The verdicts come from
+    worker processes (the benchmark's rekey): a SIGSEGV must not take the test with it."""
     from fuzzharness.buckets.known_identities import witness_case
-    from fuzzharness.buckets.root_causes import root_cause
-    from fuzzharness.buckets.signatures import signature
-    from fuzzharness.engine.pool import WorkerPool
-    from fuzzharness.minimize import step_bisect
     from tests.conftest import ROOT
 
-    docs = {n: witness_case(json.loads((ROOT / "fuzzharness/known_witnesses" / f"{n}.json").read_text()))
-            for n in ("cache-index-keeps-stale-read-regions",
-                      "cache-index-keeps-stale-read-regions-crash-route")}
-    bench = {r["id"]: r["case"] for r in json.loads((ROOT / "benchmarks/dedup/cases.json").read_text())}
-    docs["pool2d"] = bench["seed7/2ef895d3627c5761"]
-    docs["read_at"] = bench["seed11/6236bdd3c0b879a6"]
-    names = list(docs)
-    with WorkerPool(1, timeout=60) as pool:
-        verdicts = {names[r.task["task"]]: r.verdict
-                    for r in pool.run([{"task": i, "case": docs[n]} for i, n in enumerate(names)])}
-    keys = {}
-    for name in names:
-        case = {k: v for k, v in docs[name].items() if k != "id"}
-        sig = signature(case, verdicts[name])
-        assert sig is not None, (name, verdicts[name].line())
-        rc = root_cause(case, sig, "", *step_bisect.culprit_step(Case.from_dict(case), sig))
-        keys[name] = rc
+    bench, records = _bench()
+    routes = {n: {"id": n, "case": witness_case(json.loads(
+        (ROOT / "fuzzharness/known_witnesses" / f"{n}.json").read_text()))}
+        for n in ("cache-index-keeps-stale-read-regions",
+                  "cache-index-keeps-stale-read-regions-crash-route")}
+    routes["pool2d"] = records["seed7/2ef895d3627c5761"]
+    routes["read_at"] = records["seed11/6236bdd3c0b879a6"]
+    now = bench.rekey(list(routes.values()), 2)  # the campaign's verdict, step probe and key
+    keys = {n: now[r["id"]]["rc"] for n, r in routes.items()}
+    names = list(routes)
     for name in names[:3]:  # a wrong output, nan or a SIGSEGV: it varies run to run
         assert (keys[name].step, keys[name].located) == ("cache_index", ("read_undeclared_buffer",)), name
-    assert len({keys[n].key for n in names[:3]}) == 1, {n: verdicts[n].line()[:60] for n in names}
+    assert len({keys[n].key for n in names[:3]}) == 1, {n: now[r["id"]]["line"] for n, r in routes.items()}
     assert keys["read_at"].step == "read_at" and keys["read_at"].key != keys["pool2d"].key

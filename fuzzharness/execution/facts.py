@@ -206,10 +206,8 @@ def located_facts(mod) -> list[str]:
 
 def _read_undeclared_buffer(mod) -> bool:
     import tvm_ffi
-    from tvm import s_tir, tirx
+    from tvm import s_tir
 
-    probe = tirx.decl_buffer((1,), "float32")  # tirx.BufferLoad is a constructor in 0.27
-    load_type = type(tirx.BufferLoad(probe, [tirx.IntImm("int32", 0)]))
     found: list = []
 
     def on_block(block) -> None:
@@ -219,15 +217,10 @@ def _read_undeclared_buffer(mod) -> bool:
             return
         declared = {hash(r.source) for r in (*block.reads, *block.writes)}
         declared |= {hash(b) for b in block.alloc_buffers}
-        loads: list = []
-        for stmt in (block.body, block.init):
-            if stmt is not None:
-                tvm_ffi.structural_walk(stmt, [(load_type, loads.append)])
-        for ld in loads:
-            buf = getattr(ld, "source", getattr(ld, "buffer", None))
-            if buf is not None and hash(buf) not in declared:
-                found.append(block)
-                return
+        loaded = [b for stmt in (block.body, block.init) if stmt is not None
+                  for b in _loaded_buffers(stmt)]
+        if any(b is not None and hash(b) not in declared for b in loaded):
+            found.append(block)
 
     for _, func in mod.functions.items():
         tvm_ffi.structural_walk(func, [(s_tir.SBlock, on_block)])
@@ -289,13 +282,24 @@ def _binding_outside_domain(mod) -> bool:
     return False
 
 
-def _reduction_init_missing(mod) -> bool:
+def _loaded_buffers(stmt) -> list:
+    """The buffer of every load in ``stmt`` (None where a load has none)."""
     import tvm_ffi
-    from tvm import s_tir, tirx
+    from tvm import tirx
 
     # tirx.BufferLoad is a constructor function in TVM 0.27 (the class is TensorLoad)
     probe = tirx.decl_buffer((1,), "float32")
     load_type = type(tirx.BufferLoad(probe, [tirx.IntImm("int32", 0)]))
+    loads: list = []
+    tvm_ffi.structural_walk(stmt, [(load_type, loads.append)])
+    # the loaded buffer: .source in 0.27 (TensorLoad), .buffer before
+    return [getattr(ld, "source", getattr(ld, "buffer", None)) for ld in loads]
+
+
+def _reduction_init_missing(mod) -> bool:
+    import tvm_ffi
+    from tvm import s_tir, tirx
+
     accumulated: set[int] = set()  # buffers some store reads back (X[i] = X[i] + ...)
     initialized: set[int] = set()  # buffers a T.init() or a plain store writes
 
@@ -311,10 +315,7 @@ def _reduction_init_missing(mod) -> bool:
         # ``T.let`` bindings and stores the bound names (``V[0] = v_V``), so the store's own
         # value shows no load (seed 7 #1028: blockize + cache_write of an argmin, a known
         # bug, reported as new for want of this fact).
-        loads: list = []
-        tvm_ffi.structural_walk(block.body, [(load_type, loads.append)])
-        # the loaded buffer: .source in 0.27 (TensorLoad), .buffer before
-        read = [getattr(ld, "source", getattr(ld, "buffer", None)) for ld in loads]
+        read = _loaded_buffers(block.body)
         for st in stores(block.body):
             same = any(b is not None and b.same_as(st.buffer) for b in read)
             (accumulated if same else initialized).add(hash(st.buffer))
