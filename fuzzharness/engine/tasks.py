@@ -39,7 +39,7 @@ def run_task(task: dict[str, Any], send: Send) -> Verdict:
     def on_stage(stage: Stage) -> None:
         send({"task": tid, "stage": stage.value})
 
-    outcome = execute(case, on_stage)
+    outcome = execute(case, on_stage, skip_facts=frozenset(task.get("skip_facts", ())))
     verdict = outcome.verdict
     if task.get("outputs") and verdict.is_finding and outcome.outputs:  # for confirmation
         from fuzzharness.engine import output_arrays

@@ -101,10 +101,12 @@ def output_digest(outputs: dict[str, np.ndarray]) -> str:
 class Execution:
     """One pass through the stages, collecting timings; use :func:`execute`."""
 
-    def __init__(self, case: Case, on_stage: StageCallback | None = None, baseline: str = "auto"):
+    def __init__(self, case: Case, on_stage: StageCallback | None = None, baseline: str = "auto",
+                 skip_facts: frozenset[str] = frozenset()):
         self.case = case
         self.on_stage = on_stage
         self.baseline_policy = baseline
+        self.skip_facts = skip_facts  # statuses whose facts nobody will read (a confirmation's)
         self.timings: dict[str, float] = {}
         self.features: list[str] | None = None  # fuzzharness.execution.census, once lowered
 
@@ -160,7 +162,8 @@ class Execution:
             if verdict.status in (Status.PASS, Status.INCONCLUSIVE):
                 verdict.status, verdict.stage, verdict.message = \
                     Status.WRONG_RESULT, Stage.VERIFY, problem
-        if verdict.status in FACT_STATUSES and facts is not None:
+        if verdict.status in FACT_STATUSES and facts is not None \
+                and verdict.status.value not in self.skip_facts:
             verdict.details["facts"] = facts()
         return verdict
 
@@ -217,11 +220,12 @@ def out_of_memory_verdict(stage: Stage, e: BaseException) -> Verdict:
 
 
 
-def execute(case: Case, on_stage: StageCallback | None = None, *, baseline: str = "auto") -> CaseRun:
+def execute(case: Case, on_stage: StageCallback | None = None, *, baseline: str = "auto",
+            skip_facts: frozenset[str] = frozenset()) -> CaseRun:
     """Run ``case`` end to end; never raises for anything TVM or the case does.
 
     ``baseline``: when to build the unscheduled program as the metamorphic reference —
     ``auto`` (the default policy of :func:`fuzzharness.oracles.metamorphic.plan`), ``order``
     (every order-preserving case), ``always`` or ``never`` (benchmarks compare them).
     """
-    return Execution(case, on_stage, baseline).run()
+    return Execution(case, on_stage, baseline, skip_facts).run()
