@@ -10,6 +10,7 @@ stored verdict (and its bucket) itself."""
 from __future__ import annotations
 
 import json
+import os
 
 from fuzzharness.campaign.confirm import Confirmer
 from fuzzharness.core.verdict import Stage, Status, Verdict
@@ -54,3 +55,47 @@ def test_a_confirmation_skips_the_facts_only_of_its_campaign_verdicts_class(tmp_
 
     # a confirmation without the campaign's verdict skips nothing
     assert "skip_facts" not in c.confirmation_task(1, case)
+
+
+def test_a_probe_that_kills_the_worker_leaves_the_case_its_own_verdict(tmp_path, monkeypatch):
+    """The alloc fact's probe (the kernel rebuilt with vectorization off) segfaults in a real
+    worker process: the case keeps the wrong result its own kernel gave — with the facts
+    known without the probe, and the probe's death noted — in a campaign's worker and in a
+    confirmation's fresh child alike.  Before, it was a ``crash`` at ``verify`` (seen in a
+    campaign: a pad with read_at, whose serial rebuild reads out of bounds)."""
+    from fuzzharness.engine.pool import WorkerPool
+
+    monkeypatch.setenv("FUZZHARNESS_PLUGINS", "tests.plugins.fault_backends")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    case = {**case_dict(), "target": {"kind": "test_llvm_serial_crash"}}
+    # confirming what such a case was before (a crash): the run alone computes its facts
+    first = Verdict(Status.CRASH, Stage.VERIFY)
+    tasks = [{"task": 0, "case": case}, confirmer(tmp_path).confirmation_task(0, case, first)]
+    pool = WorkerPool(1, log_dir=tmp_path / "logs", fresh_tasks=True)
+    try:
+        got = {str(r.task["task"]): (r.verdict, r.process) for r in pool.run(tasks)}
+    finally:
+        pool.close()
+    for name, (v, process) in got.items():
+        assert v.status is Status.WRONG_RESULT and v.stage is Stage.VERIFY, (name, v.line())
+        assert v.details["facts"] == ["alloc_in_vectorized_loop"], name
+        assert v.details["probe_ended"]["kind"] == "signal", name
+        assert "SIGSEGV" in v.details["probe_ended"]["message"], name
+    assert got["confirm-0"][1].startswith("fresh/")
+
+
+def test_a_worker_dying_outside_a_probe_is_still_the_cases_crash(tmp_path, monkeypatch):
+    """The other side: a kernel that segfaults in its own run is a crash at ``run``."""
+    from fuzzharness.engine.pool import WorkerPool
+
+    monkeypatch.setenv("FUZZHARNESS_PLUGINS", "tests.plugins.fault_backends")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    case = {**case_dict(), "target": {"kind": "test_llvm_serial_crash"},
+            "pass_config": {"tirx.disable_vectorize": True}}
+    pool = WorkerPool(1, log_dir=tmp_path / "logs")
+    try:
+        (r,) = list(pool.run([{"task": 0, "case": case}]))
+    finally:
+        pool.close()
+    assert (r.verdict.status, r.verdict.stage) == (Status.CRASH, Stage.RUN), r.verdict.line()
+    assert "probe_ended" not in r.verdict.details

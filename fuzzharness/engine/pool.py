@@ -299,7 +299,7 @@ class WorkerPool(Executor):
 
     def _assign(self, w: WorkerProcess, task: Task) -> None:
         w.task, w.case, w.stage, w.started = task, task.get("case"), Stage.GENERATE.value, time.monotonic()
-        w.setup_since, w.child = None, None
+        w.setup_since, w.child, w.provisional = None, None, None
         try:
             w.proc.stdin.write(protocol.encode(task))
             w.proc.stdin.flush()
@@ -395,6 +395,6 @@ class WorkerPool(Executor):
         process = process_label(w)
         rc, log_tail = self._replace(w)
         self.restarts += 1
-        verdict = worker_deaths.ended_verdict(rc, self.timeout, stage, log_tail,
-                                              timed_out=timed_out, elapsed=elapsed)
+        verdict = worker_deaths.ended_verdict(rc, self.timeout, stage, log_tail, timed_out=timed_out,
+                                              elapsed=elapsed, provisional=w.provisional)
         return TaskResult(task, case, verdict, w.slot, elapsed, process)

@@ -39,7 +39,8 @@ def run_task(task: dict[str, Any], send: Send) -> Verdict:
     def on_stage(stage: Stage) -> None:
         send({"task": tid, "stage": stage.value})
 
-    outcome = execute(case, on_stage, skip_facts=frozenset(task.get("skip_facts", ())))
+    outcome = execute(case, on_stage, skip_facts=frozenset(task.get("skip_facts", ())),
+                      on_provisional=lambda v: send({"task": tid, "provisional": v.to_dict()}))
     verdict = outcome.verdict
     if task.get("outputs") and verdict.is_finding and outcome.outputs:  # for confirmation
         from fuzzharness.engine import output_arrays

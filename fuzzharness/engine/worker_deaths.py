@@ -171,11 +171,25 @@ def timeout_verdict(timeout: float, stage: str | Stage | None, log_tail: str, *,
 
 
 def ended_verdict(returncode: int | None, timeout: float, stage: str | Stage | None,
-                  log_tail: str, *, timed_out: bool, elapsed: float) -> Verdict:
-    """A task's process ended without a verdict: over its timeout, or dead of ``returncode``."""
-    if timed_out:
-        return timeout_verdict(timeout, stage, log_tail, elapsed=elapsed)
-    return death_verdict(returncode, stage, log_tail, elapsed=elapsed)
+                  log_tail: str, *, timed_out: bool, elapsed: float,
+                  provisional: dict[str, Any] | None = None) -> Verdict:
+    """A task's process ended without a verdict: over its timeout, or dead of ``returncode``.
+
+    ``provisional``: the verdict the case had reached when its worker began a probe that
+    runs the kernel built another way (:meth:`fuzzharness.execution.stages.Execution.
+    before_probe`).  Then that verdict stands — it is what the case's own kernel did; the
+    probe's end is noted in its details (``probe_ended``).  Without this, a wrong result
+    whose serial rebuild segfaulted was a ``crash`` at ``verify``: another symptom, another
+    bucket, for a crash the case's kernel never had."""
+    ended = (timeout_verdict(timeout, stage, log_tail, elapsed=elapsed) if timed_out
+             else death_verdict(returncode, stage, log_tail, elapsed=elapsed))
+    if provisional is None:
+        return ended
+    verdict = Verdict.from_dict(provisional)
+    verdict.details["probe_ended"] = {"status": ended.status.value,
+                                      "kind": ended.details.get("kind"),
+                                      "message": ended.message[:300]}
+    return verdict
 
 
 def protocol_verdict(problem: str, stage: str | Stage | None, log_tail: str) -> Verdict:

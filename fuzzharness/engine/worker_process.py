@@ -33,6 +33,7 @@ class WorkerProcess:
     started: float = 0.0
     setup_since: float | None = None  # in a one-time setup since (fuzzharness/warmup.py)
     child: int | None = None  # the zygote's forked worker running the task (FRESH_SLOT only)
+    provisional: dict[str, Any] | None = None  # the task's verdict before a probe (tasks.py)
 
     def note(self, msg: dict[str, Any], at: float) -> None:
         """A message of the running task, before its end, that the worker wrote ``at``."""
@@ -48,6 +49,8 @@ class WorkerProcess:
             self.case = msg["case"]
         elif "forked" in msg:  # the zygote's child for this task
             self.child = int(msg["forked"])
+        elif "provisional" in msg:
+            self.provisional = msg["provisional"]
 
     def overdue(self, now: float, timeout: float) -> bool:
         if self.setup_since is not None:
@@ -103,6 +106,7 @@ def fresh_child_result(w: WorkerProcess, returncode: int | None, timeout: float)
             except ProcessLookupError:
                 pass
     verdict = worker_deaths.ended_verdict(returncode, timeout, stage, tail_of(w.log_path),
-                                          timed_out=returncode is None, elapsed=elapsed)
-    w.task, w.case, w.child = None, None, None
+                                          timed_out=returncode is None, elapsed=elapsed,
+                                          provisional=w.provisional)
+    w.task, w.case, w.child, w.provisional = None, None, None, None
     return TaskResult(task, case, verdict, w.slot, elapsed, process)

@@ -102,11 +102,14 @@ class Execution:
     """One pass through the stages, collecting timings; use :func:`execute`."""
 
     def __init__(self, case: Case, on_stage: StageCallback | None = None, baseline: str = "auto",
-                 skip_facts: frozenset[str] = frozenset()):
+                 skip_facts: frozenset[str] = frozenset(),
+                 on_provisional: Callable[[Verdict], None] | None = None):
         self.case = case
         self.on_stage = on_stage
         self.baseline_policy = baseline
         self.skip_facts = skip_facts  # statuses whose facts nobody will read (a confirmation's)
+        self.on_provisional = on_provisional  # told the verdict before a probe (before_probe)
+        self._concluding: Verdict | None = None
         self.timings: dict[str, float] = {}
         self.features: list[str] | None = None  # fuzzharness.execution.census, once lowered
 
@@ -164,8 +167,24 @@ class Execution:
                     Status.WRONG_RESULT, Stage.VERIFY, problem
         if verdict.status in FACT_STATUSES and facts is not None \
                 and verdict.status.value not in self.skip_facts:
-            verdict.details["facts"] = facts()
+            self._concluding = verdict
+            try:
+                verdict.details["facts"] = facts()
+            finally:
+                self._concluding = None
         return verdict
+
+    def before_probe(self, facts: list[str]) -> None:
+        """A fact is about to be probed by running the kernel built another way (e.g. with
+        vectorization off), which may kill the process — the case's own kernel ran fine
+        enough to be judged, the probe's need not.  The caller (a worker) is told the
+        verdict as it stands, with the ``facts`` known without the probe, so that a death
+        from here on is the probe's and the case keeps its verdict
+        (:func:`fuzzharness.engine.worker_deaths.ended_verdict`)."""
+        if self.on_provisional is not None and self._concluding is not None:
+            v = self._concluding
+            self.on_provisional(dataclasses.replace(
+                v, details={**v.details, "facts": list(facts)}, timings=dict(v.timings)))
 
     def _classify(self, stage: Stage, e: Exception) -> Verdict:
         message = f"{type(e).__name__}: {e}"
@@ -221,11 +240,15 @@ def out_of_memory_verdict(stage: Stage, e: BaseException) -> Verdict:
 
 
 def execute(case: Case, on_stage: StageCallback | None = None, *, baseline: str = "auto",
-            skip_facts: frozenset[str] = frozenset()) -> CaseRun:
+            skip_facts: frozenset[str] = frozenset(),
+            on_provisional: Callable[[Verdict], None] | None = None) -> CaseRun:
     """Run ``case`` end to end; never raises for anything TVM or the case does.
 
     ``baseline``: when to build the unscheduled program as the metamorphic reference —
     ``auto`` (the default policy of :func:`fuzzharness.oracles.metamorphic.plan`), ``order``
     (every order-preserving case), ``always`` or ``never`` (benchmarks compare them).
+    ``skip_facts``: statuses whose facts are not computed (see
+    :meth:`fuzzharness.campaign.confirm.Confirmer.confirmation_task`); ``on_provisional``:
+    told the verdict before a probe that may kill the process (:meth:`Execution.before_probe`).
     """
-    return Execution(case, on_stage, baseline, skip_facts).run()
+    return Execution(case, on_stage, baseline, skip_facts, on_provisional).run()

@@ -133,7 +133,8 @@ def run_case(execution: Execution, result: CaseRun) -> None:
         j, outputs, status=c.status, message=c.message, details={**c.details, **runs.details},
         problems=problems,
         facts=lambda: _confirmed(schedule_facts(result.scheduled), case, backend, sch.mod,
-                                 layouts, specs, out_specs, inputs, outputs, expected))
+                                 layouts, specs, out_specs, inputs, outputs, expected,
+                                 execution.before_probe))
 
 
 def _program_checks(stage, result, judged: Judged, runs, others, run_program) -> Conclusion:
@@ -168,7 +169,8 @@ def _program_checks(stage, result, judged: Judged, runs, others, run_program) ->
 ALLOC, ALLOC_NOT_ALONE = "alloc_in_vectorized_loop", "alloc_in_vectorized_loop_not_alone"
 
 
-def _confirmed(facts, case, backend, mod, layouts, specs, out_specs, inputs, outputs, expected):
+def _confirmed(facts, case, backend, mod, layouts, specs, out_specs, inputs, outputs, expected,
+               before_probe):
     """The mechanism fact only where it explains the failure: a wrong output with a buffer
     planned inside a vectorized loop must come out right when the same program is compiled
     with vectorization off (``tirx.disable_vectorize``: the loop runs serially, one lane at a
@@ -177,6 +179,7 @@ def _confirmed(facts, case, backend, mod, layouts, specs, out_specs, inputs, out
     failing cases pay for this (facts are computed for a failure's bucket)."""
     if ALLOC not in facts or judge(expected, outputs).status.value not in ("wrong_result", "nan_inf"):
         return facts
+    before_probe(facts)  # the serial build may crash where the vectorized one did not
     try:
         config = dict(case.pass_config, **{"tirx.disable_vectorize": True})
         program = backend.build(backend.codegen(backend.lower(mod, case.target, config), case.target))
