@@ -76,7 +76,7 @@ def test_a_probe_that_kills_the_worker_leaves_the_case_its_own_verdict(tmp_path,
         got = {str(r.task["task"]): (r.verdict, r.process) for r in pool.run(tasks)}
     finally:
         pool.close()
-    for name, (v, process) in got.items():
+    for name, (v, _) in got.items():
         assert v.status is Status.WRONG_RESULT and v.stage is Stage.VERIFY, (name, v.line())
         assert v.details["facts"] == ["alloc_in_vectorized_loop"], name
         assert v.details["probe_ended"]["kind"] == "signal", name
