@@ -112,7 +112,7 @@ class Confirmer:
         ``first``, the run skips the facts about its program (``skip_facts``) when it ends in
         a status of ``first``'s class: the settled verdict is then ``first`` itself, facts and
         all (:func:`outcome_of`), and the facts of the run alone are never read — for a wrong
-        result they cost a rebuild of the kernel without vectorization (~10 % of a
+        result they cost a rebuild of the kernel without vectorization (~15 % of a
         confirmation's CPU).  Another status keeps its facts: it may become the result."""
         base = {"case": case} if case else {k: v for k, v in self.task_for(idx).items()
                                             if k != "task"}
